@@ -1,0 +1,1 @@
+"""Apache Beam pipelines, one module per job; each has ``run(argv)`` like Beam's examples."""

@@ -1,0 +1,97 @@
+"""The extraction job: dumps folder -> ``docs``, ``sitelinks`` and ``entity_docs`` Parquet.
+
+Runs the three stages in order (each a Beam pipeline): documents per language,
+Wikidata sitelinks for the languages that kept enough documents, then the
+entity links. Output layout under ``WORK``::
+
+    docs/{lang}/{NNNNN}-{dump}.parquet        sitelinks/{lang}/{NNNNN}-{dump}.parquet
+    entity_docs/{lang}.parquet                each stage: _reports/, _SUCCESS.json
+
+Example::
+
+    python -m clirmatrix.beam_jobs.extract --dumps dumps/ --output work/ --min-docs 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from clirmatrix.beam_jobs.extract_docs import DEFAULT_MIN_DOCS, DocsSettings, run_extract_docs
+from clirmatrix.beam_jobs.extract_sitelinks import run_extract_sitelinks
+from clirmatrix.beam_jobs.link_entities import run_link_entities
+from clirmatrix.pipeline import fileio
+from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION
+from clirmatrix.pipeline.dumps import discover
+
+LOG = logging.getLogger("clirmatrix")
+
+
+class NoDumpsError(FileNotFoundError):
+    """The dumps folder holds nothing this job can read."""
+
+
+@dataclass
+class ExtractResult:
+    """The three stage summaries and anything worth telling the user."""
+
+    docs: dict
+    sitelinks: dict
+    entity_docs: dict
+    notes: list[str]
+
+
+def stage_dirs(work_dir: str) -> dict[str, str]:
+    return {name: fileio.join(work_dir, name) for name in ("docs", "sitelinks", "entity_docs")}
+
+
+def run_extract(
+    dumps_dir: str,
+    work_dir: str,
+    langs: Sequence[str] | None = None,
+    source: str = "auto",
+    settings: DocsSettings = DocsSettings(),
+    beam_args: Sequence[str] = (),
+    workers: int | None = None,
+) -> ExtractResult:
+    """Run docs, sitelinks and linking for every language found (or ``langs``)."""
+    found = discover(dumps_dir, list(langs) if langs else None, source)
+    for note in found.notes:
+        LOG.warning(note)
+    if not found.docs:
+        raise NoDumpsError(f"no Wikipedia dumps found in {dumps_dir} (expected names like enwiki-20240101-cirrussearch-content.json.gz)")
+    if not found.wikidata:
+        raise NoDumpsError(f"no Wikidata dump found in {dumps_dir} (expected latest-all.json.gz or wikidata-YYYYMMDD-all.json.gz)")
+    dirs = stage_dirs(work_dir)
+    docs = run_extract_docs(found.docs, dirs["docs"], settings, beam_args, workers)
+    kept = sorted(docs["languages"])
+    if not kept:
+        raise NoDumpsError(f"every language has fewer than --min-docs {settings.min_docs:,} documents; nothing to link")
+    sitelinks = run_extract_sitelinks(found.wikidata, kept, dirs["sitelinks"], settings.max_bad_fraction, beam_args, workers)
+    entity_docs = run_link_entities(dirs["docs"], dirs["sitelinks"], dirs["entity_docs"], beam_args, workers)
+    return ExtractResult(docs, sitelinks, entity_docs, found.notes)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dumps", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--langs", type=lambda s: [x for x in s.split(",") if x], default=None)
+    parser.add_argument("--source", choices=["auto", "cirrus", "xml"], default="auto")
+    parser.add_argument("--min-docs", type=int, default=DEFAULT_MIN_DOCS)
+    parser.add_argument("--max-bad-fraction", type=float, default=DEFAULT_MAX_BAD_FRACTION)
+    parser.add_argument("--workers", type=int, default=None)
+    return parser
+
+
+def run(argv: Sequence[str] | None = None) -> ExtractResult:
+    args, beam_args = build_parser().parse_known_args(argv)
+    settings = DocsSettings(min_docs=args.min_docs, max_bad_fraction=args.max_bad_fraction)
+    return run_extract(args.dumps, args.output, args.langs, args.source, settings, beam_args, args.workers)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    run()

@@ -1,0 +1,205 @@
+"""Wikipedia dumps (CirrusSearch or MediaWiki XML) -> ``docs`` Parquet, one folder per language.
+
+Reads each dump file whole inside one DoFn (gzip and bz2 cannot be split, and the
+action/document pairing must stay intact), truncates every article (PIPELINE.md
+section 2) and streams it into ``{out}/{lang}/{NNNNN}-{dump name}.parquet``, one
+output per input in dump order, so the result does not depend on the runner.
+Per language, repeated ids are then removed (first occurrence wins) and a
+language below ``--min-docs`` is dropped.
+
+Example::
+
+    python -m clirmatrix.beam_jobs.extract_docs --dumps dumps/ --output work/docs --langs en,de
+    python -m clirmatrix.beam_jobs.extract_docs --dumps gs://b/dumps --output gs://b/work/docs \\
+        --runner=DataflowRunner --project=P --region=R --temp_location=gs://b/tmp
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from clirmatrix.beam_jobs import common
+from clirmatrix.pipeline import fileio
+from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, FileReport, check_bad_fraction
+from clirmatrix.pipeline.dedup import drop_duplicate_ids
+from clirmatrix.pipeline.dumps import CIRRUS, DumpFile, discover
+from clirmatrix.pipeline.formats import cirrus, mediawiki_xml
+from clirmatrix.pipeline.languages import is_unspaced
+from clirmatrix.pipeline.parquet_io import ParquetSink
+from clirmatrix.pipeline.progress import ProgressLog
+from clirmatrix.pipeline.truncate import DEFAULT_MAX_CHARS, DEFAULT_MAX_TOKENS, rule_for
+from clirmatrix.pipeline.truncate import truncate as truncate_text
+from clirmatrix.schemas import DOCS
+
+LOG = logging.getLogger("clirmatrix")
+DUPLICATE_ID = "duplicate_id"
+DEFAULT_MIN_DOCS = 10_000
+
+
+@dataclass(frozen=True)
+class DocsSettings:
+    """Settings of the docs stage (recorded in its ``_SUCCESS.json``)."""
+
+    min_docs: int = DEFAULT_MIN_DOCS
+    max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    max_chars: int = DEFAULT_MAX_CHARS
+    extra_unspaced: tuple[str, ...] = ()
+
+
+def output_path(out_dir: str, dump: DumpFile, rank: int) -> str:
+    """``{out}/{lang}/{rank}-{dump name without extensions}.parquet``: sorts in dump order."""
+    stem = fileio.basename(dump.path).split(".")[0]
+    return fileio.join(out_dir, dump.lang, f"{rank:05d}-{stem}.parquet")
+
+
+class ExtractDumpFile(beam.DoFn):
+    """One dump file -> one docs Parquet file; emits ``(lang, unit report)``."""
+
+    def __init__(self, out_dir: str, settings: DocsSettings) -> None:
+        self.out_dir = out_dir
+        self.settings = settings
+        self.kept = Metrics.counter("clirmatrix", "docs_kept")
+        self.rejected = Metrics.counter("clirmatrix", "records_rejected")
+
+    def process(self, unit: tuple[int, DumpFile]) -> Iterator[tuple[str, dict]]:
+        rank, dump = unit
+        report = FileReport(file=dump.path, lang=dump.lang)
+        rule = rule_for(is_unspaced(dump.lang, set(self.settings.extra_unspaced)), self.settings.max_tokens, self.settings.max_chars)
+        out_path = output_path(self.out_dir, dump, rank)
+        dump_name = fileio.basename(dump.path)
+        with fileio.open_raw(dump.path) as raw, ParquetSink(out_path, DOCS) as sink:
+            progress = ProgressLog(f"{dump.lang} {dump_name}", fileio.size_of(dump.path), raw.tell)
+            stream = fileio.open_dump(raw, dump.path)
+            if dump.kind == CIRRUS:
+                articles = cirrus.read_articles(fileio.iter_lines(stream, report), report)
+            else:
+                articles = mediawiki_xml.read_articles(stream, report)
+            for article in articles:
+                sink.add(
+                    (dump.lang, article.doc_id, article.title, truncate_text(article.text, rule), article.text, article.entity, dump_name, article.line)
+                )
+                progress.tick()
+            seconds = progress.finish()
+        self.kept.inc(report.kept)
+        self.rejected.inc(report.bad)
+        yield dump.lang, {"rank": rank, "output": out_path, "seconds": round(seconds, 3), "report": report.to_dict()}
+
+
+class FinalizeLanguage(beam.DoFn):
+    """All files of a language done: drop repeated ids, apply ``min_docs``, write its report."""
+
+    def __init__(self, out_dir: str, min_docs: int) -> None:
+        self.out_dir = out_dir
+        self.min_docs = min_docs
+
+    def process(self, element: tuple[str, Sequence[dict]]) -> Iterator[str]:
+        lang, units = element
+        units = sorted(units, key=lambda unit: unit["rank"])
+        duplicates = drop_duplicate_ids([unit["output"] for unit in units])
+        docs = sum(unit["report"]["kept"] for unit in units) - duplicates
+        dropped = docs < self.min_docs
+        if dropped:
+            fileio.remove_tree(fileio.join(self.out_dir, lang))
+        summary = {"lang": lang, "docs": docs, "duplicates": duplicates, "dropped": dropped, "units": units}
+        common.write_report(self.out_dir, lang, summary)
+        yield lang
+
+
+class ExtractDocs(beam.PTransform):
+    """``(rank, DumpFile)`` units -> per-language docs Parquet; outputs the finished languages."""
+
+    def __init__(self, out_dir: str, settings: DocsSettings) -> None:
+        super().__init__()
+        self.out_dir = out_dir
+        self.settings = settings
+
+    def expand(self, units):
+        return (
+            units
+            # One element per dump file; each file is read whole by one worker.
+            | "ReadDumpFile" >> beam.ParDo(ExtractDumpFile(self.out_dir, self.settings))
+            # (lang, unit report) for every file of every language.
+            | "GroupByLanguage" >> beam.GroupByKey()
+            | "FinalizeLanguage" >> beam.ParDo(FinalizeLanguage(self.out_dir, self.settings.min_docs))
+        )
+
+
+def run_extract_docs(
+    dumps: dict[str, list[DumpFile]],
+    out_dir: str,
+    settings: DocsSettings = DocsSettings(),
+    beam_args: Sequence[str] = (),
+    workers: int | None = None,
+) -> dict:
+    """Run the stage and return its summary; raises ``TooManyBadRecords`` past the limit."""
+    units = [(rank, dump) for lang in sorted(dumps) for rank, dump in enumerate(dumps[lang])]
+    common.start_stage(out_dir)
+    options = common.pipeline_options(beam_args, workers or common.default_workers(len(units)))
+    with beam.Pipeline(options=options) as pipeline:
+        _ = pipeline | "DumpFiles" >> beam.Create(units, reshuffle=len(units) > 1) | "ExtractDocs" >> ExtractDocs(out_dir, settings)
+    summaries = sorted(common.read_reports(out_dir), key=lambda summary: summary["lang"])
+    reports = {s["lang"]: [FileReport.from_dict(unit["report"]) for unit in s["units"]] for s in summaries}
+    check_bad_fraction(reports, settings.max_bad_fraction)
+    summary = _summarise(summaries, settings)
+    for lang, entry in summary["dropped"].items():
+        LOG.warning("%s dropped: %s documents, fewer than --min-docs %s", lang, f"{entry['docs']:,}", f"{settings.min_docs:,}")
+    common.finish_stage(out_dir, summary)
+    return summary
+
+
+def _summarise(summaries: list[dict], settings: DocsSettings) -> dict:
+    languages, dropped = {}, {}
+    for s in summaries:
+        filtered, rejected = Counter(), Counter()
+        for unit in s["units"]:
+            filtered.update(unit["report"]["filtered"])
+            rejected.update(unit["report"]["rejected"])
+        if s["duplicates"]:
+            filtered[DUPLICATE_ID] += s["duplicates"]
+        entry = {
+            "docs": s["docs"],
+            "records": sum(unit["report"]["records"] for unit in s["units"]),
+            "filtered": dict(sorted(filtered.items())),
+            "rejected": dict(sorted(rejected.items())),
+            "files": [fileio.basename(unit["report"]["file"]) for unit in s["units"]],
+        }
+        if s["dropped"]:
+            dropped[s["lang"]] = entry
+        else:
+            languages[s["lang"]] = entry
+    return {"stage": "docs", "settings": asdict(settings), "languages": languages, "dropped": dropped}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dumps", required=True, help="folder (or bucket prefix) holding the dumps")
+    parser.add_argument("--output", required=True, help="folder for the docs Parquet")
+    parser.add_argument("--langs", type=lambda s: [x for x in s.split(",") if x], default=None)
+    parser.add_argument("--source", choices=["auto", "cirrus", "xml"], default="auto")
+    parser.add_argument("--min-docs", type=int, default=DEFAULT_MIN_DOCS)
+    parser.add_argument("--max-bad-fraction", type=float, default=DEFAULT_MAX_BAD_FRACTION)
+    parser.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per file, up to the cores)")
+    return parser
+
+
+def run(argv: Sequence[str] | None = None) -> dict:
+    """Entry point in the style of Beam's examples: our flags first, the rest go to Beam."""
+    args, beam_args = build_parser().parse_known_args(argv)
+    found = discover(args.dumps, args.langs, args.source)
+    for note in found.notes:
+        LOG.warning(note)
+    settings = DocsSettings(min_docs=args.min_docs, max_bad_fraction=args.max_bad_fraction)
+    return run_extract_docs(found.docs, args.output, settings, beam_args, args.workers)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    run()

@@ -1,0 +1,1 @@
+"""The clirmatrix library: dump formats, truncation, title matching, file I/O and the CLI."""

@@ -1,0 +1,122 @@
+"""Counting what a job keeps, filters by rule, and rejects as bad input.
+
+Every record a reader meets lands in exactly one bucket: kept, filtered (a rule of
+PIPELINE.md says skip it: another namespace, a redirect, empty text, a duplicate
+id) or rejected (the input is broken: malformed JSON, a truncated stream, a
+document line without its action line, a missing field). Rejects are counted by
+kind with file and line; a job fails when their share crosses a set fraction.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+# Kinds of bad input.
+MALFORMED_JSON = "malformed_json"
+MALFORMED_XML = "malformed_xml"
+NOT_AN_OBJECT = "not_an_object"
+DOCUMENT_WITHOUT_ACTION = "document_without_action"
+ACTION_WITHOUT_DOCUMENT = "action_without_document"
+MISSING_FIELD = "missing_field"
+BAD_FIELD = "bad_field"
+UNPARSEABLE_WIKITEXT = "unparseable_wikitext"
+TRUNCATED_STREAM = "truncated_stream"
+CORRUPT_STREAM = "corrupt_stream"
+
+DEFAULT_MAX_BAD_FRACTION = 0.001  # 0.1 %
+MAX_EXAMPLES = 20
+
+
+@dataclass
+class FileReport:
+    """What reading one input file produced; JSON-serialisable via ``to_dict``."""
+
+    file: str
+    lang: str = ""
+    records: int = 0
+    kept: int = 0
+    filtered: Counter = field(default_factory=Counter)
+    rejected: Counter = field(default_factory=Counter)
+    examples: list[dict] = field(default_factory=list)
+
+    def keep(self, n: int = 1) -> None:
+        self.records += n
+        self.kept += n
+
+    def skip(self, reason: str, n: int = 1) -> None:
+        """A record left out by a rule (not an error)."""
+        self.records += n
+        self.filtered[reason] += n
+
+    def reject(self, line: int, kind: str, detail: str) -> None:
+        """A record lost to bad input, remembered with its line for the report."""
+        self.records += 1
+        self.rejected[kind] += 1
+        if len(self.examples) < MAX_EXAMPLES:
+            self.examples.append({"line": line, "kind": kind, "detail": detail[:300]})
+
+    @property
+    def bad(self) -> int:
+        return sum(self.rejected.values())
+
+    def to_dict(self) -> dict:
+        return {
+            "file": self.file,
+            "lang": self.lang,
+            "records": self.records,
+            "kept": self.kept,
+            "filtered": dict(sorted(self.filtered.items())),
+            "rejected": dict(sorted(self.rejected.items())),
+            "examples": self.examples,
+        }
+
+    @classmethod
+    def from_dict(cls, value: dict) -> "FileReport":
+        return cls(
+            file=value["file"],
+            lang=value.get("lang", ""),
+            records=value["records"],
+            kept=value["kept"],
+            filtered=Counter(value["filtered"]),
+            rejected=Counter(value["rejected"]),
+            examples=list(value["examples"]),
+        )
+
+
+class TooManyBadRecords(RuntimeError):
+    """More input was rejected than the configured fraction allows."""
+
+
+def describe_rejects(reports: Iterable[FileReport], limit: int = 10) -> list[str]:
+    """Human-readable lines ``file line N: kind: detail`` for the first rejects."""
+    lines: list[str] = []
+    for report in reports:
+        for example in report.examples:
+            if len(lines) >= limit:
+                return lines
+            lines.append(f"{report.file} line {example['line']}: {example['kind']}: {example['detail']}")
+    return lines
+
+
+def check_bad_fraction(groups: dict[str, list[FileReport]], max_fraction: float) -> None:
+    """Raise ``TooManyBadRecords`` naming every group (language or file) over the limit."""
+    failures: list[str] = []
+    for name, reports in sorted(groups.items()):
+        records = sum(r.records for r in reports)
+        bad = sum(r.bad for r in reports)
+        if bad and bad > max_fraction * records:
+            kinds = Counter()
+            for report in reports:
+                kinds.update(report.rejected)
+            summary = ", ".join(f"{kind}: {count:,}" for kind, count in sorted(kinds.items()))
+            failures.append(
+                f"{name}: {bad:,} of {records:,} records ({bad / max(records, 1):.3%}) were bad input, "
+                f"more than the allowed {max_fraction:.3%} ({summary})"
+            )
+            failures.extend("    " + line for line in describe_rejects(reports))
+    if failures:
+        raise TooManyBadRecords(
+            "too much bad input; raise --max-bad-fraction to accept it, or fix the dumps:\n" + "\n".join(failures)
+        )

@@ -1,0 +1,139 @@
+"""File access through Beam's FileSystems (local, gs://, s3://) with atomic writes.
+
+Dumps are opened raw and wrapped in a fast decompressor chosen by extension
+(isal for gzip, the standard library for bz2): BEAM.md measured isal at 2.7x the
+speed of stdlib gzip. Every output is written under a temporary name and renamed
+only once complete, so a file with its final name is always whole.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import os
+import posixpath
+import uuid
+import zlib
+from collections.abc import Iterator
+from typing import IO, BinaryIO
+
+import orjson
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from isal import igzip_threaded, isal_zlib
+
+from clirmatrix.pipeline.badinput import CORRUPT_STREAM, TRUNCATED_STREAM, FileReport
+
+# Errors a decompressor or the storage layer raises on damaged input. EOFError is
+# what both gzip and bz2 raise when a stream ends before its end marker.
+STREAM_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)
+
+
+def join(base: str, *parts: str) -> str:
+    """Join path parts for local paths and URLs alike."""
+    return FileSystems.join(base, *parts) if parts else base
+
+
+def basename(path: str) -> str:
+    """The last component of a local path or URL."""
+    return posixpath.basename(path.rstrip("/"))
+
+
+def exists(path: str) -> bool:
+    return FileSystems.exists(path)
+
+
+def size_of(path: str) -> int:
+    return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+
+
+def list_files(pattern: str) -> list[str]:
+    """Paths matching a glob (``**`` recurses), sorted so that runs are deterministic."""
+    try:
+        results = FileSystems.match([pattern])
+    except Exception as error:  # Beam raises BeamIOError subclasses of various kinds
+        if "No files found" in str(error) or "not found" in str(error).lower():
+            return []
+        raise
+    return sorted(m.path for result in results for m in result.metadata_list)
+
+
+def open_raw(path: str) -> BinaryIO:
+    """The file's bytes exactly as stored (no automatic decompression)."""
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def open_dump(raw: BinaryIO, path: str) -> IO[bytes]:
+    """Wrap a raw stream in the decompressor its extension names (.gz, .bz2, or none)."""
+    if path.endswith(".gz"):
+        return igzip_threaded.open(raw, "rb", threads=1)
+    if path.endswith(".bz2"):
+        return bz2.BZ2File(raw, "rb")
+    return raw
+
+
+def iter_lines(stream: IO[bytes], report: FileReport) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line_number, line)`` until the end, recording a damaged stream in ``report``.
+
+    A truncated or corrupt compressed stream ends the iteration with one reject
+    naming the last line read, instead of a traceback.
+    """
+    line_number = 0
+    try:
+        for line in stream:
+            line_number += 1
+            yield line_number, line
+    except STREAM_ERRORS as error:
+        report.reject(line_number + 1, stream_error_kind(error), f"{type(error).__name__}: {error} (after line {line_number})")
+
+
+def stream_error_kind(error: BaseException) -> str:
+    """``truncated_stream`` when the data ended early, else ``corrupt_stream``."""
+    return TRUNCATED_STREAM if isinstance(error, EOFError) else CORRUPT_STREAM
+
+
+def _temporary_name(path: str) -> str:
+    # A dot-prefixed name beside the target: hidden from globs such as ``*.parquet``.
+    directory, name = posixpath.split(path)
+    return posixpath.join(directory, f".{name}.tmp-{uuid.uuid4().hex[:12]}")
+
+
+def make_dirs(path: str) -> None:
+    """Create a directory and its parents (a no-op on object stores)."""
+    if "://" not in path:
+        os.makedirs(path, exist_ok=True)
+
+
+@contextlib.contextmanager
+def atomic_create(path: str) -> Iterator[BinaryIO]:
+    """Write to a temporary name beside ``path``; rename over ``path`` only on success."""
+    make_dirs(posixpath.dirname(path))
+    temporary = _temporary_name(path)
+    handle = FileSystems.create(temporary, compression_type=CompressionTypes.UNCOMPRESSED)
+    try:
+        yield handle
+        handle.close()
+    except BaseException:
+        handle.close()
+        FileSystems.delete([temporary])
+        raise
+    if FileSystems.exists(path):
+        FileSystems.delete([path])
+    FileSystems.rename([temporary], [path])
+
+
+def write_json(path: str, value: object) -> None:
+    """Write a JSON document atomically (sorted keys, indented, so reruns are byte-identical)."""
+    with atomic_create(path) as handle:
+        handle.write(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+
+
+def read_json(path: str) -> object:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        return orjson.loads(handle.read())
+
+
+def remove_tree(path: str) -> None:
+    """Delete a directory (or prefix) and everything under it, if it exists."""
+    if FileSystems.exists(path):
+        FileSystems.delete([path])

@@ -1,0 +1,1 @@
+"""One reader per dump format; each yields plain records and knows no URLs or stages."""

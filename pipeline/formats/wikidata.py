@@ -1,0 +1,108 @@
+"""The Wikidata JSON dump: one entity per line inside a JSON array.
+
+FORMATS.md section 3: line 1 is ``[``, every entity line ends with ``,`` but the
+last, and the final line is ``]``. Only Wikipedia sitelinks of the selected
+languages are kept, matched on the exact site key (``enwiki``, never
+``enwikiquote`` or ``commonswiki``).
+
+Speed: most of the dump is claims. A line that does not contain the quoted site
+key of any selected language cannot hold one of its sitelinks, so it is skipped
+without parsing. JSON may escape any character as ``\\uXXXX``; a line with an
+escaped ASCII letter, digit or underscore is therefore always parsed. With that
+guard the pre-filter gives exactly the results of a full parse.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+import orjson
+
+from clirmatrix.pipeline.badinput import BAD_FIELD, MALFORMED_JSON, MISSING_FIELD, NOT_AN_OBJECT, FileReport
+from clirmatrix.pipeline.languages import site_key
+
+NO_SELECTED_SITELINK = "no_selected_sitelink"
+
+# An escaped character that could spell part of a site key (digits, letters and
+# underscore lie in \u0030-\u007f; matching that whole range errs on the safe side).
+_ESCAPED_KEY_CHAR = re.compile(rb"\\u00(?:[3][0-9]|[4-7][0-9a-fA-F])")
+
+
+class Sitelink(NamedTuple):
+    entity: str
+    lang: str
+    title: str
+
+
+class SitelinkFilter:
+    """The selected languages' site keys, and the cheap test before parsing a line."""
+
+    def __init__(self, langs: Iterable[str], prefilter: bool = True) -> None:
+        self.site_to_lang = {site_key(lang): lang for lang in sorted(set(langs))}
+        if not self.site_to_lang:
+            raise ValueError("no languages selected for the Wikidata sitelinks")
+        keys = b"|".join(re.escape(key.encode()) for key in self.site_to_lang)
+        self._quoted_key = re.compile(b'"(?:' + keys + b')"')
+        self.prefilter = prefilter
+
+    def may_match(self, line: bytes) -> bool:
+        """False only when the line certainly holds no selected sitelink."""
+        if not self.prefilter:
+            return True
+        return self._quoted_key.search(line) is not None or _ESCAPED_KEY_CHAR.search(line) is not None
+
+
+def entity_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
+    """Strip the array framing: skip ``[``/``]`` lines and drop one trailing comma."""
+    for number, line in lines:
+        stripped = line.strip()
+        if not stripped or stripped in (b"[", b"]"):
+            continue
+        if stripped.endswith(b","):
+            stripped = stripped[:-1]
+        yield number, stripped
+
+
+def read_sitelinks(lines: Iterable[tuple[int, bytes]], selection: SitelinkFilter, report: FileReport) -> Iterator[Sitelink]:
+    """Sitelinks of the selected languages, in dump order; every entity line is counted."""
+    site_to_lang = selection.site_to_lang
+    for number, line in entity_lines(lines):
+        if not selection.may_match(line):
+            report.skip(NO_SELECTED_SITELINK)
+            continue
+        try:
+            entity = orjson.loads(line)
+        except orjson.JSONDecodeError as error:
+            report.reject(number, MALFORMED_JSON, str(error))
+            continue
+        if not isinstance(entity, dict):
+            report.reject(number, NOT_AN_OBJECT, f"expected a JSON object, got {type(entity).__name__}")
+            continue
+        sitelinks = entity.get("sitelinks") or {}
+        if not isinstance(sitelinks, dict):
+            report.reject(number, BAD_FIELD, "sitelinks is not an object")
+            continue
+        found: list[Sitelink] = []
+        entity_id = entity.get("id")
+        for key, link in sitelinks.items():
+            lang = site_to_lang.get(key)
+            if lang is None:
+                continue
+            title = link.get("title") if isinstance(link, dict) else None
+            if not isinstance(entity_id, str) or not entity_id:
+                report.reject(number, MISSING_FIELD, "entity has sitelinks but no id")
+                found = []
+                break
+            if not isinstance(title, str) or not title:
+                report.reject(number, BAD_FIELD, f"{entity_id}: sitelink {key} has no title")
+                found = []
+                break
+            found.append(Sitelink(entity_id, lang, title))
+        else:
+            if found:
+                report.keep()
+                yield from found
+            else:
+                report.skip(NO_SELECTED_SITELINK)

@@ -1,0 +1,96 @@
+"""Streaming Parquet writes (schema-checked, atomic) and column reads through FileSystems."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from clirmatrix.pipeline.fileio import atomic_create
+from clirmatrix.schemas import check
+
+ROWS_PER_GROUP = 10_000  # BEAM.md: batches of 1,000-10,000 rows, never one element per row
+
+
+class ParquetSink:
+    """Rows in, one Parquet file out; the file gets its final name only when closed cleanly.
+
+    Use as a context manager. Row groups are written as they fill, so memory stays
+    bounded by ``rows_per_group`` whatever the size of the input.
+    """
+
+    def __init__(self, path: str, schema: pa.Schema, rows_per_group: int = ROWS_PER_GROUP) -> None:
+        self.path = path
+        self.schema = schema
+        self.rows_per_group = rows_per_group
+        self.rows = 0
+        self._columns: list[list] = [[] for _ in schema.names]
+        self._stack = contextlib.ExitStack()
+        self._writer: pq.ParquetWriter | None = None
+
+    def __enter__(self) -> "ParquetSink":
+        handle = self._stack.enter_context(atomic_create(self.path))
+        self._writer = pq.ParquetWriter(handle, self.schema, compression="zstd", write_statistics=["doc_id", "entity"])
+        return self
+
+    def add(self, row: Sequence) -> None:
+        """Append one row, given in schema column order."""
+        for column, value in zip(self._columns, row):
+            column.append(value)
+        if len(self._columns[0]) >= self.rows_per_group:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._columns[0]:
+            return
+        table = pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(self._columns, self.schema)], schema=self.schema)
+        self._writer.write_table(check(table, self.schema, self.path))
+        self.rows += table.num_rows
+        self._columns = [[] for _ in self.schema.names]
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        try:
+            if exc_type is None:
+                self._flush()
+            self._writer.close()
+        finally:
+            self._stack.__exit__(exc_type, exc, tb)
+        return False
+
+
+def write_table(path: str, table: pa.Table, schema: pa.Schema) -> None:
+    """Write a whole table atomically after checking it against ``schema``."""
+    table = check(table, schema, path)
+    with atomic_create(path) as handle:
+        pq.write_table(table, handle, compression="zstd", row_group_size=100_000)
+
+
+def read_table(paths: Iterable[str], schema: pa.Schema, columns: Sequence[str] | None = None) -> pa.Table:
+    """Concatenate the given columns of several Parquet files (an empty table for no files)."""
+    names = list(columns) if columns is not None else schema.names
+    tables = []
+    for path in paths:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            tables.append(pq.read_table(handle, columns=names))
+    if not tables:
+        return pa.schema([schema.field(n) for n in names]).empty_table()
+    return pa.concat_tables(tables)
+
+
+def filter_rows(path: str, schema: pa.Schema, keep: np.ndarray) -> None:
+    """Rewrite a Parquet file keeping only the rows where ``keep`` is true, streaming by row group."""
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as source:
+        parquet = pq.ParquetFile(source)
+        with atomic_create(path) as handle:
+            writer = pq.ParquetWriter(handle, schema, compression="zstd")
+            offset = 0
+            for batch in parquet.iter_batches(batch_size=ROWS_PER_GROUP):
+                mask = pa.array(keep[offset : offset + batch.num_rows])
+                offset += batch.num_rows
+                writer.write_table(check(pa.Table.from_batches([batch]).filter(mask), schema, path))
+            writer.close()

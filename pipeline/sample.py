@@ -1,0 +1,321 @@
+"""Deterministic sample dumps in the exact real formats, for the demo, tests and benchmarks.
+
+One set of entities (Wikidata items) with articles in several languages and
+scripts; each article is written from its entity's topic and name words in that
+language's own pseudo-vocabulary, so the same entity reads alike across
+languages and BM25 finds related articles. Written as:
+
+- ``en``, ``de``, ``ru``, ``zh``, ``ja``: classic CirrusSearch ``.json.gz`` (action
+  ``_type`` "page", "_doc" or none);
+- ``ar``: the newer Hive layout, ``.json.bz2`` in two parts, with ``page_id`` and
+  first-class redirect documents;
+- ``fr``: a MediaWiki ``pages-articles.xml.bz2`` with templates, refs, tables,
+  files, categories and redirects;
+- Wikidata ``latest-all.json.gz`` in the dump's framing, PHP-style escapes,
+  sister-project sitelinks, properties and lexemes.
+
+Some pages are in other namespaces, some documents repeat an id, some pages
+lack a Wikidata sitelink but carry ``wikibase_item``, and with ``broken=True``
+each dump has a few bad lines (below the default 0.1% limit at 2,000+ pages).
+"""
+
+from __future__ import annotations
+
+import bz2
+import functools
+import gzip
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+DATE = "20240301"
+SCRIPTS = {
+    "en": "latin", "de": "latin", "fr": "latin", "ru": "cyrillic", "ar": "arabic", "zh": "han", "ja": "kana",
+}
+DEFAULT_LANGS = tuple(SCRIPTS)
+_PRESENCE = {"en": 0.97, "de": 0.8, "fr": 0.75, "ru": 0.75, "ar": 0.7, "zh": 0.75, "ja": 0.7}
+_ACTION_TYPES = {"en": "page", "de": "_doc", "ru": None, "zh": "page", "ja": "_doc"}
+_UNSPACED = {"zh", "ja"}
+_STOP = {"zh": "。", "ja": "。", "ar": ".", "ru": ".", "en": ".", "de": ".", "fr": "."}
+
+_LATIN_C = "b c d f g h k l m n p r s t v z br st tr ch".split()
+_LATIN_V = "a e i o u ei au ie".split()
+_CYR_C = list("бвгдзклмнпрстфхчш")
+_CYR_V = list("аеиоуыя")
+_AR_C = list("بتثجحخدذرزسشصضطظعغفقكلمنهوي")
+_AR_V = ["ا", "و", "ي", ""]
+_KANA = [chr(c) for c in range(0x30A2, 0x30F3)]
+
+# Which kind of bad record each language's sample dump carries (with broken=True).
+BROKEN_KIND_BY_LANG = {
+    "en": "malformed_json", "de": "document_without_action", "ru": "missing_field", "zh": "action_without_document",
+    "ja": "malformed_json", "ar": "missing_field",
+}
+
+N_TOPICS = 24
+WORDS_PER_TOPIC = 40
+N_COMMON = 120
+
+
+@functools.lru_cache(maxsize=None)
+def _word(lang: str, concept: int) -> str:
+    """The word of a concept in a language: fixed per (language, concept)."""
+    rng = random.Random(f"{lang}:{concept}")
+    script = SCRIPTS.get(lang, "latin")
+    if script == "han":
+        return "".join(chr(0x4E00 + rng.randrange(0x5000)) for _ in range(rng.choice((1, 2, 2))))
+    if script == "kana":
+        return "".join(rng.choice(_KANA) for _ in range(rng.choice((2, 3))))
+    consonants, vowels = {"latin": (_LATIN_C, _LATIN_V), "cyrillic": (_CYR_C, _CYR_V), "arabic": (_AR_C, _AR_V)}[script]
+    salt = {"de": "sch", "fr": "eau"}.get(lang, "")
+    syllables = [rng.choice(consonants) + rng.choice(vowels) for _ in range(rng.choice((2, 2, 3)))]
+    if salt and rng.random() < 0.2:
+        syllables.append(salt)
+    return "".join(syllables)
+
+
+@dataclass
+class Entity:
+    qid: str
+    topic: int
+    name_concepts: list[int]
+    langs: list[str]
+    titles: dict[str, str] = field(default_factory=dict)
+    doc_ids: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class SampleWorld:
+    """Everything the generator decided, so tests can check the extraction against it."""
+
+    langs: tuple[str, ...]
+    entities: list[Entity]
+    missing_sitelinks: set[tuple[str, str]] = field(default_factory=set)  # (entity, lang) only in wikibase_item
+
+
+def _concept(topic: int, k: int) -> int:
+    return N_COMMON + topic * WORDS_PER_TOPIC + k
+
+
+def _title(lang: str, concepts: list[int]) -> str:
+    words = [_word(lang, c) for c in concepts]
+    if lang in _UNSPACED:
+        return "".join(words)
+    return " ".join(w[:1].upper() + w[1:] for w in words)
+
+
+def _text(rng: random.Random, lang: str, entity: Entity) -> str:
+    sentences = []
+    for _ in range(rng.randint(6, 40)):
+        words = []
+        for _ in range(rng.randint(6, 16)):
+            r = rng.random()
+            if r < 0.35:
+                concept = _concept(entity.topic, rng.randrange(WORDS_PER_TOPIC))
+            elif r < 0.5:
+                concept = rng.choice(entity.name_concepts)
+            else:
+                concept = rng.randrange(N_COMMON)
+            words.append(_word(lang, concept))
+        if lang in _UNSPACED:
+            sentences.append("".join(words) + _STOP[lang])
+        else:
+            sentence = " ".join(words)
+            sentences.append(sentence[:1].upper() + sentence[1:] + _STOP.get(lang, "."))
+    return ("" if lang in _UNSPACED else " ").join(sentences)
+
+
+def make_world(docs_per_lang: int = 2000, langs: tuple[str, ...] = DEFAULT_LANGS, seed: int = 13) -> SampleWorld:
+    """Entities with their per-language titles and page ids."""
+    rng = random.Random(seed)
+    n_entities = int(docs_per_lang / 0.8)
+    entities: list[Entity] = []
+    used_titles: dict[str, set[str]] = {lang: set() for lang in langs}
+    used_ids: dict[str, set[int]] = {lang: set() for lang in langs}
+    for i in range(n_entities):
+        topic = rng.randrange(N_TOPICS)
+        names = [_concept(topic, rng.randrange(WORDS_PER_TOPIC)) for _ in range(rng.choice((1, 2, 2, 3)))]
+        present = [lang for lang in langs if rng.random() < _PRESENCE.get(lang, 0.7)]
+        entity = Entity(f"Q{1000 + i * 7}", topic, names, present)
+        for lang in present:
+            concepts = list(names)
+            title = _title(lang, concepts)
+            while title in used_titles[lang]:
+                concepts.append(rng.randrange(N_COMMON, N_COMMON + N_TOPICS * WORDS_PER_TOPIC))
+                title = _title(lang, concepts)
+            used_titles[lang].add(title)
+            entity.titles[lang] = title
+            page_id = rng.randrange(10, 10 * n_entities)
+            while page_id in used_ids[lang]:
+                page_id = rng.randrange(10, 10 * n_entities)
+            used_ids[lang].add(page_id)
+            entity.doc_ids[lang] = str(page_id)
+        entities.append(entity)
+    world = SampleWorld(tuple(langs), entities)
+    for entity in entities[5::97]:  # a few pages known only through the dump's wikibase_item
+        for lang in entity.langs[:1]:
+            world.missing_sitelinks.add((entity.qid, lang))
+    return world
+
+
+def _write_gzip(path: Path, data: bytes) -> None:
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as out:
+        out.write(data)
+
+
+def _cirrus_document(rng: random.Random, lang: str, entity: Entity, with_page_id: bool) -> dict:
+    text = _text(rng, lang, entity)
+    document = {
+        "version": 1000 + rng.randrange(10**6),
+        "wiki": f"{lang}wiki",
+        "namespace": 0,
+        "namespace_text": "",
+        "title": entity.titles[lang],
+        "timestamp": "2024-02-27T10:00:00Z",
+        "text": text,
+        "opening_text": text.split(_STOP[lang])[0],
+        "language": lang,
+        "redirect": [],
+        "incoming_links": rng.randrange(100),
+        # A few pages whose dump names another item than Wikidata does: counted as disagreements.
+        "wikibase_item": entity.qid if int(entity.qid[1:]) % 211 else "Q42",
+    }
+    if with_page_id:
+        document["page_id"] = int(entity.doc_ids[lang])
+    return document
+
+
+def _cirrus_lines(rng: random.Random, world: SampleWorld, lang: str, action_type: str | None, new_layout: bool, broken: bool) -> list[bytes]:
+    lines: list[bytes] = []
+
+    def action(doc_id: str) -> bytes:
+        index = {"_id": doc_id} if action_type is None else {"_type": action_type, "_id": doc_id}
+        return orjson.dumps({"index": index})
+
+    members = [e for e in world.entities if lang in e.langs]
+    for n, entity in enumerate(members):
+        lines += [action(entity.doc_ids[lang]), orjson.dumps(_cirrus_document(rng, lang, entity, new_layout))]
+        if n % 50 == 7:  # a project page: another namespace in the content dump
+            lines += [action(str(900000 + n)), orjson.dumps({"namespace": 4, "title": f"Project:{n}", "text": "policy", "wiki": f"{lang}wiki"})]
+        if new_layout and n % 60 == 11:  # a first-class redirect document
+            lines += [
+                action(str(950000 + n)),
+                orjson.dumps({"namespace": 0, "title": f"{entity.titles[lang]} 2", "text": "", "page_type": "redirect", "redirect_target": entity.titles[lang]}),
+            ]
+        if n == 3:  # the same page twice: keep one
+            lines += [action(entity.doc_ids[lang]), orjson.dumps(_cirrus_document(rng, lang, entity, new_layout))]
+    if broken and len(lines) > 40:
+        # One bad record per dump, its kind depending on the language, inserted between pairs.
+        bad = {
+            "malformed_json": [b'{"namespace":0,"title":"Broken","text":"cut off'],
+            "document_without_action": [orjson.dumps({"namespace": 0, "title": "Orphan", "text": "no action line"})],
+            "missing_field": [action("999999"), orjson.dumps({"namespace": 0, "title": "No text"})],
+            "action_without_document": [action("999998")],
+        }
+        kind = BROKEN_KIND_BY_LANG.get(lang, "malformed_json")
+        lines[20:20] = bad[kind]
+    return lines
+
+
+def _xml_page(title: str, ns: int, page_id: str, text: str, redirect: str | None = None) -> str:
+    from xml.sax.saxutils import escape, quoteattr
+
+    redirect_element = f"    <redirect title={quoteattr(redirect)} />\n" if redirect else ""
+    return (
+        f"  <page>\n    <title>{escape(title)}</title>\n    <ns>{ns}</ns>\n    <id>{page_id}</id>\n{redirect_element}"
+        f"    <revision>\n      <id>{int(page_id) * 3 + 1}</id>\n      <model>wikitext</model>\n      <format>text/x-wiki</format>\n"
+        f'      <text bytes="{len(text.encode())}" xml:space="preserve">{escape(text)}</text>\n    </revision>\n  </page>\n'
+    )
+
+
+def _wikitext(rng: random.Random, lang: str, entity: Entity, world: SampleWorld) -> str:
+    text = _text(rng, lang, entity)
+    sentences = text.split(". ")
+    other = rng.choice(world.entities)
+    link = f"[[{other.titles[lang]}|{other.titles[lang].lower()}]]" if lang in other.titles else "lien"
+    body = ". ".join(sentences[:3]) + f". Voir {link}.<ref>{{{{Lien web|url=http://x.org|titre=Source}}}}</ref> " + ". ".join(sentences[3:])
+    return (
+        f"{{{{Infobox Sujet|nom={entity.titles[lang]}}}}}\n'''{entity.titles[lang]}''' {body}\n"
+        "== Notes ==\n{| class=\"wikitable\"\n|-\n| cellule || 42\n|}\n"
+        f"[[Fichier:Image{entity.qid}.jpg|vignette|Légende]]\n<references />\n[[Catégorie:Sujet {entity.topic}]]\n"
+    )
+
+
+def _xml_dump(rng: random.Random, world: SampleWorld, lang: str, broken: bool) -> bytes:
+    header = (
+        '<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version="0.11" xml:lang="%s">\n'
+        "  <siteinfo>\n    <sitename>Wikipédia</sitename>\n    <dbname>%swiki</dbname>\n    <namespaces>\n"
+        '      <namespace key="0" case="first-letter" />\n      <namespace key="4" case="first-letter">Wikipédia</namespace>\n'
+        '      <namespace key="6" case="first-letter">Fichier</namespace>\n      <namespace key="10" case="first-letter">Modèle</namespace>\n'
+        '      <namespace key="14" case="first-letter">Catégorie</namespace>\n    </namespaces>\n  </siteinfo>\n'
+    ) % (lang, lang)
+    pages = []
+    for n, entity in enumerate(e for e in world.entities if lang in e.langs):
+        pages.append(_xml_page(entity.titles[lang], 0, entity.doc_ids[lang], _wikitext(rng, lang, entity, world)))
+        if n % 40 == 5:
+            pages.append(_xml_page(f"{entity.titles[lang]} (homonymie)", 0, str(800000 + n), f"#REDIRECTION [[{entity.titles[lang]}]]", redirect=entity.titles[lang]))
+        if n % 50 == 9:
+            pages.append(_xml_page(f"Modèle:Boîte {n}", 10, str(850000 + n), "{{{1}}}"))
+    if broken:
+        pages.insert(len(pages) // 2, "  <page>\n    <title>Sans identifiant</title>\n    <ns>0</ns>\n    <revision><text>texte</text></revision>\n  </page>\n")
+    return (header + "".join(pages) + "</mediawiki>\n").encode()
+
+
+def _php_json(value: dict) -> str:
+    """JSON as PHP json_encode writes it with flags 0: ASCII only, ``\\/`` escaped."""
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":")).replace("/", "\\/")
+
+
+def _wikidata_dump(world: SampleWorld, broken: bool) -> bytes:
+    lines = [_php_json({"type": "property", "datatype": "wikibase-item", "id": "P31", "labels": {"en": {"language": "en", "value": "instance of"}}, "claims": {}, "lastrevid": 7})]
+    for entity in world.entities:
+        sitelinks = {}
+        for lang in entity.langs:
+            if (entity.qid, lang) in world.missing_sitelinks:
+                continue
+            sitelinks[f"{lang}wiki"] = {"site": f"{lang}wiki", "title": entity.titles[lang], "badges": []}
+        if "en" in entity.langs and int(entity.qid[1:]) % 3 == 0:
+            sitelinks["enwikiquote"] = {"site": "enwikiquote", "title": entity.titles["en"] + " quotes", "badges": []}
+            sitelinks["commonswiki"] = {"site": "commonswiki", "title": "Category:" + entity.titles["en"], "badges": []}
+        labels = {lang: {"language": lang, "value": entity.titles[lang]} for lang in entity.langs}
+        lines.append(
+            _php_json(
+                {
+                    "type": "item", "id": entity.qid, "labels": labels, "descriptions": {}, "aliases": {},
+                    "claims": {"P31": [{"mainsnak": {"snaktype": "value", "property": "P31", "datavalue": {"value": {"entity-type": "item", "numeric-id": 5, "id": "Q5"}, "type": "wikibase-entityid"}}, "type": "statement", "id": f"{entity.qid}$a/b", "rank": "normal"}]},
+                    "sitelinks": sitelinks, "lastrevid": 100 + int(entity.qid[1:]),
+                }
+            )
+        )
+    lines.append(_php_json({"type": "lexeme", "id": "L1", "lemmas": {"en": {"language": "en", "value": "enwiki"}}, "lexicalCategory": "Q1084", "language": "Q1860", "claims": {}, "lastrevid": 9}))
+    if broken:
+        lines.insert(len(lines) // 2, '{"type":"item","id":"Q99999999","sitelinks":{"enwiki":{"site":"enwiki","title":"Cut')
+    return ("[\n" + ",\n".join(lines) + "\n]\n").encode()
+
+
+def write_sample_dumps(out_dir: str | Path, docs_per_lang: int = 2000, langs: tuple[str, ...] = DEFAULT_LANGS, seed: int = 13, broken: bool = True) -> SampleWorld:
+    """Write the sample dumps for ``langs`` into ``out_dir``; returns what was generated."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    world = make_world(docs_per_lang, langs, seed)
+    for lang in langs:
+        rng = random.Random(f"{seed}:{lang}")
+        if lang == "fr":
+            (out / f"frwiki-{DATE}-pages-articles.xml.bz2").write_bytes(bz2.compress(_xml_dump(rng, world, lang, broken)))
+        elif lang == "ar":
+            lines = _cirrus_lines(rng, world, lang, None, new_layout=True, broken=broken)
+            part_dir = out / "cirrus_search_index" / DATE / f"index_name={lang}wiki_content"
+            part_dir.mkdir(parents=True, exist_ok=True)
+            half = (len(lines) // 4) * 2  # keep action/document pairs together
+            for part, chunk in enumerate((lines[:half], lines[half:])):
+                (part_dir / f"{lang}wiki_content-{DATE}-{part:05d}.json.bz2").write_bytes(bz2.compress(b"\n".join(chunk) + b"\n"))
+            (part_dir / "_SUCCESS").write_bytes(b"")
+        else:
+            lines = _cirrus_lines(rng, world, lang, _ACTION_TYPES.get(lang, "_doc"), new_layout=False, broken=broken)
+            _write_gzip(out / f"{lang}wiki-{DATE}-cirrussearch-content.json.gz", b"\n".join(lines) + b"\n")
+    _write_gzip(out / "latest-all.json.gz", _wikidata_dump(world, broken))
+    return world
+

@@ -1,0 +1,72 @@
+"""Document truncation (PIPELINE.md section 2, dissertation 7.2.2).
+
+Spaced languages keep about the first 200 whitespace-separated tokens, unspaced
+ones (zh, ja, th, ...) about the first 600 characters. **[ours]** the cut falls on
+the last sentence end inside that limit when there is one, else hard at the limit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+DEFAULT_MAX_TOKENS = 200
+DEFAULT_MAX_CHARS = 600
+
+# A sentence ends at terminal punctuation (Latin, Arabic, Devanagari, Armenian,
+# Myanmar, Ethiopic, Khmer, Tibetan), optionally followed by closing quotes or
+# brackets, then whitespace or the end of the text. Full-width CJK stops need no
+# following space.
+_CLOSERS = "\"'\u201d\u2019\u00bb)\\]\u300d\u300f\uff09"
+_SENTENCE_END = re.compile(
+    rf"(?:[.!?\u2026\u061f\u06d4\u0964\u0965\u0589\u104b\u1362\u17d4\u0f0d][{_CLOSERS}]*(?=\s|$)"
+    rf"|[\u3002\uff01\uff1f\uff61][{_CLOSERS}]*)"
+)
+_LEADING_SPACE = re.compile(r"\s*")
+
+
+@dataclass(frozen=True)
+class TruncationRule:
+    """How long a truncated document may be, in tokens or characters."""
+
+    by_chars: bool
+    limit: int
+
+
+def rule_for(unspaced: bool, max_tokens: int = DEFAULT_MAX_TOKENS, max_chars: int = DEFAULT_MAX_CHARS) -> TruncationRule:
+    """The truncation rule of a language: characters when unspaced, else tokens."""
+    return TruncationRule(by_chars=True, limit=max_chars) if unspaced else TruncationRule(by_chars=False, limit=max_tokens)
+
+
+def _token_prefix_pattern(limit: int) -> re.Pattern[str]:
+    # Greedy and bounded, so it always matches and never backtracks into a token.
+    return re.compile(rf"\s*(?:\S+\s*){{0,{limit}}}")
+
+
+_PATTERNS: dict[int, re.Pattern[str]] = {}
+
+
+def _limit_end(text: str, rule: TruncationRule) -> int:
+    """Offset where the hard limit falls (len(text) when the text is within it)."""
+    if rule.by_chars:
+        start = _LEADING_SPACE.match(text).end()
+        return min(len(text), start + rule.limit)
+    pattern = _PATTERNS.get(rule.limit)
+    if pattern is None:
+        pattern = _PATTERNS[rule.limit] = _token_prefix_pattern(rule.limit)
+    return pattern.match(text).end()
+
+
+def truncate(text: str, rule: TruncationRule) -> str:
+    """The truncated text of a document, stripped of surrounding whitespace."""
+    end = _limit_end(text, rule)
+    if end >= len(text):
+        return text.strip()
+    # Look one character past the limit so a stop right at the limit still sees
+    # the space that makes it a sentence end.
+    window = text[: end + 1]
+    cut = None
+    for match in _SENTENCE_END.finditer(window):
+        if match.end() <= end:
+            cut = match.end()
+    return text[: cut if cut else end].strip()
