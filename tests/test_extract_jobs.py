@@ -1,0 +1,184 @@
+"""The Beam jobs end to end on generated dumps, checked against what the generator wrote."""
+
+from __future__ import annotations
+
+import bz2
+from pathlib import Path
+
+import orjson
+import pyarrow.parquet as pq
+import pytest
+
+from clirmatrix.beam_jobs.common import SUCCESS, IncompleteStageError
+from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
+from clirmatrix.beam_jobs.link_entities import run_link_entities
+from clirmatrix.pipeline.badinput import TooManyBadRecords
+from clirmatrix.pipeline.cli import main
+from clirmatrix.pipeline.dumps import discover
+from clirmatrix.pipeline.languages import UNSPACED_LANGUAGES
+
+from conftest import SAMPLE_LANGS
+
+
+def docs_of(work: Path, lang: str):
+    return pq.read_table(sorted((work / "docs" / lang).glob("*.parquet"))).to_pylist()
+
+
+def test_discovery_finds_every_layout(sample):
+    dumps, _ = sample
+    found = discover(str(dumps))
+    assert sorted(found.docs) == sorted(SAMPLE_LANGS)
+    assert {lang: files[0].kind for lang, files in found.docs.items()}["fr"] == "xml"
+    assert len(found.docs["ar"]) == 2  # the Hive layout's two parts
+    assert [Path(p).name for p in found.wikidata] == ["latest-all.json.gz"]
+
+
+def test_every_article_is_extracted_once_with_its_page_id(extracted):
+    work, result, world = extracted
+    for lang in SAMPLE_LANGS:
+        rows = docs_of(work, lang)
+        expected = {e.doc_ids[lang]: e.titles[lang] for e in world.entities if lang in e.langs}
+        assert {r["doc_id"]: r["title"] for r in rows} == expected, lang
+        assert len(rows) == len(expected) == result.docs["languages"][lang]["docs"]
+
+
+def test_filters_duplicates_and_bad_records_are_counted(extracted):
+    _, result, _ = extracted
+    for lang in SAMPLE_LANGS:
+        entry = result.docs["languages"][lang]
+        assert sum(entry["rejected"].values()) == 1, lang  # the one broken record of each sample dump
+        assert entry["filtered"]["other_namespace"] > 0
+        if lang != "fr":
+            assert entry["filtered"]["duplicate_id"] == 1
+    assert result.docs["languages"]["ar"]["filtered"]["redirect"] > 0
+    assert result.docs["languages"]["fr"]["filtered"]["redirect"] > 0
+
+
+def test_text_is_truncated_and_the_full_text_kept(extracted):
+    work, _, _ = extracted
+    for lang in SAMPLE_LANGS:
+        rows = docs_of(work, lang)
+        for row in rows:
+            assert row["text"] and row["text_full"].startswith(row["text"][:20])
+            if lang in UNSPACED_LANGUAGES:
+                assert len(row["text"]) <= 600
+            else:
+                assert len(row["text"].split()) <= 200
+        assert any(len(r["text"]) < len(r["text_full"]) for r in rows), lang
+
+
+def test_xml_text_has_no_markup(extracted):
+    work, _, _ = extracted
+    for row in docs_of(work, "fr"):
+        for markup in ("{{", "[[", "<ref", "Catégorie:", "Fichier:", "'''", "{|"):
+            assert markup not in row["text_full"]
+
+
+def test_entity_links_match_wikidata_and_fall_back_to_the_dump(extracted):
+    work, result, world = extracted
+    for lang in SAMPLE_LANGS:
+        rows = pq.read_table(work / "entity_docs" / f"{lang}.parquet").to_pylist()
+        expected = {e.qid: e.doc_ids[lang] for e in world.entities if lang in e.langs}
+        assert {r["entity"]: r["doc_id"] for r in rows} == expected, lang
+        by_source = {r["entity"]: r["source"] for r in rows}
+        for qid, missing_lang in world.missing_sitelinks:
+            if missing_lang == lang:
+                assert by_source[qid] == ("dump" if lang != "fr" else None), (qid, lang)
+    stats = result.entity_docs["languages"]
+    assert stats["en"]["linked_dump"] == sum(1 for _, lang in world.missing_sitelinks if lang == "en") > 0
+    wrong = sum(1 for e in world.entities if "en" in e.langs and int(e.qid[1:]) % 211 == 0 and (e.qid, "en") not in world.missing_sitelinks)
+    assert stats["en"]["disagreements"] == wrong > 0
+
+
+def test_sister_project_sitelinks_are_not_taken(extracted):
+    work, _, _ = extracted
+    titles = pq.read_table(sorted((work / "sitelinks" / "en").glob("*.parquet"))).column("title").to_pylist()
+    assert titles and not any(t.endswith(" quotes") or t.startswith("Category:") for t in titles)
+
+
+def test_outputs_are_complete_and_nothing_temporary_is_left(extracted):
+    work, _, _ = extracted
+    for stage in ("docs", "sitelinks", "entity_docs"):
+        assert (work / stage / SUCCESS).exists()
+    assert not [p for p in work.rglob("*") if ".tmp-" in p.name]
+
+
+def test_two_worker_processes_write_the_same_bytes(sample, extracted, tmp_path):
+    """Runner-independent and deterministic: subprocess workers give identical files."""
+    dumps, _ = sample
+    work, _, _ = extracted
+    found = discover(str(dumps), ["en", "ar"])
+    run_extract_docs(found.docs, str(tmp_path / "docs"), DocsSettings(min_docs=100, max_bad_fraction=0.01), workers=2)
+    for lang in ("en", "ar"):
+        ours = sorted((tmp_path / "docs" / lang).glob("*.parquet"))
+        theirs = sorted((work / "docs" / lang).glob("*.parquet"))
+        assert [p.name for p in ours] == [p.name for p in theirs]
+        assert [p.read_bytes() for p in ours] == [p.read_bytes() for p in theirs]
+
+
+def test_small_languages_are_dropped_with_a_message(sample, tmp_path, caplog):
+    dumps, world = sample
+    found = discover(str(dumps), ["en", "ja"])
+    sizes = {lang: sum(1 for e in world.entities if lang in e.langs) for lang in ("en", "ja")}
+    threshold = (sizes["en"] + sizes["ja"]) // 2
+    summary = run_extract_docs(found.docs, str(tmp_path / "docs"), DocsSettings(min_docs=threshold, max_bad_fraction=0.01), workers=1)
+    small = min(sizes, key=sizes.get)
+    assert small in summary["dropped"] and small not in summary["languages"]
+    assert not (tmp_path / "docs" / small).exists()
+    assert f"{small} dropped" in caplog.text
+
+
+def test_duplicates_across_part_files_keep_the_first(tmp_path):
+    part_dir = tmp_path / "dumps" / "index_name=svwiki_content"
+    part_dir.mkdir(parents=True)
+
+    def part(ids, title_prefix):
+        lines = []
+        for i in ids:
+            lines += [orjson.dumps({"index": {"_id": str(i)}}), orjson.dumps({"namespace": 0, "title": f"{title_prefix}{i}", "text": "Text."})]
+        return bz2.compress(b"\n".join(lines) + b"\n")
+
+    (part_dir / "svwiki_content-20240301-00000.json.bz2").write_bytes(part(range(0, 60), "first"))
+    (part_dir / "svwiki_content-20240301-00001.json.bz2").write_bytes(part(range(50, 100), "second"))
+    found = discover(str(tmp_path / "dumps"))
+    summary = run_extract_docs(found.docs, str(tmp_path / "docs"), DocsSettings(min_docs=1), workers=1)
+    rows = docs_of(tmp_path, "sv")
+    assert sorted(int(r["doc_id"]) for r in rows) == list(range(100))
+    assert {r["title"] for r in rows if 50 <= int(r["doc_id"]) < 60} == {f"first{i}" for i in range(50, 60)}
+    assert summary["languages"]["sv"]["filtered"]["duplicate_id"] == 10
+
+
+def test_too_much_bad_input_fails_without_marking_the_stage_done(sample, tmp_path):
+    dumps, _ = sample
+    found = discover(str(dumps), ["de"])
+    with pytest.raises(TooManyBadRecords, match=r"(?s)de: 1 of .*dewiki-20240301-cirrussearch-content.json.gz line \d+: document_without_action"):
+        run_extract_docs(found.docs, str(tmp_path / "docs"), DocsSettings(min_docs=1), workers=1)
+    assert not (tmp_path / "docs" / SUCCESS).exists()
+
+
+def test_linking_refuses_an_unfinished_stage(tmp_path):
+    (tmp_path / "docs").mkdir()
+    with pytest.raises(IncompleteStageError, match="no finished docs"):
+        run_link_entities(str(tmp_path / "docs"), str(tmp_path / "sitelinks"), str(tmp_path / "entity_docs"))
+
+
+def test_cli_reports_bad_input_as_a_message_and_exit_code(sample, tmp_path, capsys):
+    dumps, _ = sample
+    code = main(["extract", "--dumps", str(dumps), "--out", str(tmp_path / "work"), "--langs", "zh", "--min-docs", "1"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "too much bad input" in err and "action_without_document" in err and "Traceback" not in err
+
+
+def test_cli_extract_runs_and_summarises(sample, tmp_path, capsys):
+    dumps, _ = sample
+    code = main(["extract", "--dumps", str(dumps), "--out", str(tmp_path / "work"), "--langs", "en,ja", "--min-docs", "10", "--max-bad-fraction", "0.01", "--workers", "1"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "extraction" in err and "done" in err
+    assert (tmp_path / "work" / "entity_docs" / "ja.parquet").exists()
+
+
+def test_cli_missing_dumps_is_a_clear_error(tmp_path, capsys):
+    code = main(["extract", "--dumps", str(tmp_path), "--out", str(tmp_path / "w")])
+    assert code == 2 and "no Wikipedia dumps found" in capsys.readouterr().err
