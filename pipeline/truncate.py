@@ -18,10 +18,13 @@ DEFAULT_MAX_CHARS = 600
 # brackets, then whitespace or the end of the text. Full-width CJK stops need no
 # following space.
 _CLOSERS = "\"'\u201d\u2019\u00bb)\\]\u300d\u300f\uff09"
-_SENTENCE_END = re.compile(
-    rf"(?:[.!?\u2026\u061f\u06d4\u0964\u0965\u0589\u104b\u1362\u17d4\u0f0d][{_CLOSERS}]*(?=\s|$)"
+_SENTENCE_END = (
+    rf"(?:[.!?\u2026\u061f\u06d4\u0964\u0965\u0589\u104b\u1362\u17d4\u0f0d][{_CLOSERS}]*(?=\s)"
     rf"|[\u3002\uff01\uff1f\uff61][{_CLOSERS}]*)"
 )
+# Greedy ".*" first: the regex engine backtracks from the end, so one C-level match
+# finds the *last* sentence end.
+_LAST_SENTENCE_END = re.compile(rf"(?s).*{_SENTENCE_END}")
 _LEADING_SPACE = re.compile(r"\s*")
 
 
@@ -62,11 +65,8 @@ def truncate(text: str, rule: TruncationRule) -> str:
     end = _limit_end(text, rule)
     if end >= len(text):
         return text.strip()
-    # Look one character past the limit so a stop right at the limit still sees
-    # the space that makes it a sentence end.
-    window = text[: end + 1]
-    cut = None
-    for match in _SENTENCE_END.finditer(window):
-        if match.end() <= end:
-            cut = match.end()
-    return text[: cut if cut else end].strip()
+    # One character past the limit tells whether a stop right at the limit is followed
+    # by a space; it is replaced so that it can never be a stop itself.
+    window = text[:end] + (" " if text[end].isspace() else "x")
+    match = _LAST_SENTENCE_END.match(window)
+    return text[: match.end() if match else end].strip()

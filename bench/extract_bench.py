@@ -1,0 +1,134 @@
+"""Extraction throughput against the cost of just decompressing and parsing the same dump.
+
+Writes a generated CirrusSearch dump (default 100,000 documents of ~5 KB in 4 gzip
+parts, like a split dump) and a Wikidata dump, then measures, wall clock:
+
+- baseline: decompress (isal, the decompressor the job uses; stdlib gzip for
+  reference) and ``orjson.loads`` every line, in one process;
+- the docs job (``run_extract_docs``) on the DirectRunner's in-process FnApiRunner
+  with 1 worker and with 2 worker processes;
+- the sitelinks job with and without the pre-filter.
+
+Usage: python bench/extract_bench.py [--docs 100000] [--parts 4] [--out bench/out]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import resource
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import orjson
+from isal import igzip_threaded
+
+
+def write_cirrus_parts(out: Path, n_docs: int, parts: int, seed: int = 1) -> list[Path]:
+    rng = random.Random(seed)
+    vocabulary = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 11))) for _ in range(30000)]
+    sentences = [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(6, 24))).capitalize() + "." for _ in range(20000)]
+    paths = []
+    per_part = -(-n_docs // parts)
+    for part in range(parts):
+        path = out / "bench_content" / f"enwiki_content-20240301-{part:05d}.json.gz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz:
+            for i in range(part * per_part, min(n_docs, (part + 1) * per_part)):
+                text = " ".join(rng.choice(sentences) for _ in range(rng.randint(20, 60)))
+                document = {
+                    "version": i, "wiki": "enwiki", "namespace": 0, "namespace_text": "", "title": f"Title {i}",
+                    "timestamp": "2024-03-01T00:00:00Z", "text": text, "opening_text": text[:200], "language": "en",
+                    "redirect": [], "incoming_links": i % 97, "wikibase_item": f"Q{i + 1}", "page_id": i + 1,
+                }
+                gz.write(orjson.dumps({"index": {"_id": str(i + 1)}}) + b"\n" + orjson.dumps(document) + b"\n")
+        paths.append(path)
+    return paths
+
+
+def write_wikidata(out: Path, n_entities: int, langs: list[str], seed: int = 2) -> Path:
+    rng = random.Random(seed)
+    sites = [f"{code}wiki" for code in ("en", "de", "fr", "es", "it", "nl", "pl", "sv", "ja", "zh", "ru", "ar", "ceb", "war", "vi", "uk")]
+    path = out / "latest-all.json.gz"
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        gz.write(b"[\n")
+        for i in range(n_entities):
+            links = {s: {"site": s, "title": f"T{i} {s}", "badges": []} for s in rng.sample(sites, rng.randint(0, 6))}
+            claims = {f"P{p}": [{"mainsnak": {"property": f"P{p}", "datavalue": {"value": "x" * rng.randint(5, 80)}}}] for p in rng.sample(range(1, 3000), 25)}
+            entity = {"type": "item", "id": f"Q{i + 1}", "labels": {"en": {"language": "en", "value": f"T{i}"}}, "claims": claims, "sitelinks": links}
+            gz.write(json.dumps(entity, separators=(",", ":")).encode() + (b",\n" if i < n_entities - 1 else b"\n"))
+        gz.write(b"]\n")
+    return path
+
+
+def baseline(paths: list[Path], opener) -> tuple[int, float]:
+    start, lines = time.perf_counter(), 0
+    for path in paths:
+        with opener(path) as stream:
+            for line in stream:
+                orjson.loads(line)
+                lines += 1
+    return lines // 2, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=100_000)
+    parser.add_argument("--parts", type=int, default=4)
+    parser.add_argument("--entities", type=int, default=100_000)
+    parser.add_argument("--out", default="bench/out")
+    args = parser.parse_args()
+
+    from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
+    from clirmatrix.beam_jobs.extract_sitelinks import run_extract_sitelinks
+    from clirmatrix.pipeline.dumps import discover
+
+    out = Path(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    t0 = time.perf_counter()
+    paths = write_cirrus_parts(out / "dumps", args.docs, args.parts)
+    wikidata = write_wikidata(out / "dumps", args.entities, ["en"])
+    size = sum(p.stat().st_size for p in paths)
+    print(f"generated {args.docs:,} documents in {args.parts} parts ({size / 1e6:.0f} MB gzip) and {args.entities:,} entities in {time.perf_counter() - t0:.0f} s")
+
+    results = {}
+    docs, seconds = baseline(paths, lambda p: igzip_threaded.open(p, "rb", threads=1))
+    results["baseline_isal"] = docs / seconds
+    docs, seconds = baseline(paths, lambda p: gzip.open(p, "rb"))
+    results["baseline_stdlib_gzip"] = docs / seconds
+
+    found = discover(str(out / "dumps"))
+    settings = DocsSettings(min_docs=1)
+    for workers in (1, 2):
+        start = time.perf_counter()
+        summary = run_extract_docs(found.docs, str(out / f"docs-{workers}"), settings, workers=workers)
+        elapsed = time.perf_counter() - start
+        assert summary["languages"]["en"]["docs"] == args.docs
+        results[f"beam_{workers}_workers"] = args.docs / elapsed
+
+    wikidata_seconds = {}
+    for label, langs, prefilter in (("1 language, pre-filter", ["sv"], True), ("1 language, full parse", ["sv"], False), ("8 languages, pre-filter", ["ar", "de", "en", "es", "fr", "ja", "ru", "zh"], True)):
+        start = time.perf_counter()
+        run_extract_sitelinks([str(wikidata)], langs, str(out / "sitelinks"), prefilter=prefilter, workers=1)
+        wikidata_seconds[label] = time.perf_counter() - start
+
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    base = results["baseline_isal"]
+    print(f"\n{'measure':44} {'docs/s':>10} {'per core':>10} {'vs baseline':>12}")
+    for name, cores in (("baseline_isal", 1), ("baseline_stdlib_gzip", 1), ("beam_1_workers", 1), ("beam_2_workers", 2)):
+        rate = results[name]
+        print(f"{name:44} {rate:10,.0f} {rate / cores:10,.0f} {rate / base:11.0%}")
+    print(f"\nWikidata sitelinks job, {args.entities:,} entities (one gzip file):")
+    for label, seconds in wikidata_seconds.items():
+        print(f"  {label:30} {args.entities / seconds:10,.0f} entities/s")
+    print(f"\npeak RSS of the driver process: {peak_mb:,.0f} MB (python {sys.version.split()[0]})")
+    (out / "results.json").write_text(json.dumps({"docs_per_s": results, "wikidata_seconds": wikidata_seconds, "peak_rss_mb": peak_mb}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
