@@ -35,7 +35,9 @@ class ParquetSink:
 
     def __enter__(self) -> "ParquetSink":
         handle = self._stack.enter_context(atomic_create(self.path))
-        self._writer = pq.ParquetWriter(handle, self.schema, compression="zstd", write_statistics=["doc_id", "entity"])
+        # Min/max statistics only on the id columns readers filter on, not on the texts.
+        stats = [name for name in ("doc_id", "entity") if name in self.schema.names]
+        self._writer = pq.ParquetWriter(handle, self.schema, compression="zstd", write_statistics=stats or False)
         return self
 
     def add(self, row: Sequence) -> None:
