@@ -15,8 +15,8 @@ DEFAULT_MAX_CHARS = 600
 
 # A sentence ends at terminal punctuation (Latin, Arabic, Devanagari, Armenian,
 # Myanmar, Ethiopic, Khmer, Tibetan), optionally followed by closing quotes or
-# brackets, then whitespace or the end of the text. Full-width CJK stops need no
-# following space.
+# brackets, then whitespace (a text within the limit is kept whole, so the end of the
+# text never needs to count). Full-width CJK stops need no following space.
 _CLOSERS = "\"'\u201d\u2019\u00bb)\\]\u300d\u300f\uff09"
 _SENTENCE_END = (
     rf"(?:[.!?\u2026\u061f\u06d4\u0964\u0965\u0589\u104b\u1362\u17d4\u0f0d][{_CLOSERS}]*(?=\s)"

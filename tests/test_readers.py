@@ -31,6 +31,13 @@ def read(lines):
     return list(cirrus.read_articles(numbered(lines), report)), report
 
 
+def read_dump_file(path):
+    """Articles and report of a CirrusSearch dump file, opened as the job opens it."""
+    report = FileReport(str(path))
+    with fileio.open_raw(str(path)) as raw:
+        return list(cirrus.read_articles(fileio.iter_lines(fileio.open_dump(raw, str(path)), report), report)), report
+
+
 def assert_accounted(report):
     assert report.records == report.kept + sum(report.filtered.values()) + sum(report.rejected.values())
 
@@ -88,9 +95,7 @@ def test_real_cirrussearch_document_is_read(tmp_path):
     document = bulk["data"][1]["doc"]
     path = tmp_path / "fixturewiki-20190325-cirrussearch-content.json.gz"
     path.write_bytes(gzip.compress(orjson.dumps({"index": {"_type": "page", "_id": bulk["data"][0]["update"]["_id"]}}) + b"\n" + orjson.dumps(document) + b"\n"))
-    report = FileReport(str(path))
-    with fileio.open_raw(str(path)) as raw:
-        articles = list(cirrus.read_articles(fileio.iter_lines(fileio.open_dump(raw, str(path)), report), report))
+    articles, report = read_dump_file(path)
     assert [(a.doc_id, a.title) for a in articles] == [("1", "Main Page")]
     assert articles[0].text == document["text"]
 
@@ -103,9 +108,7 @@ def test_truncated_stream_is_one_reject_with_the_line_it_stopped_at(tmp_path, su
     data = gzip.compress(payload) if suffix == ".gz" else bz2.compress(payload)
     path = tmp_path / f"cut{suffix}"
     path.write_bytes(data[: len(data) // 2])
-    report = FileReport(str(path))
-    with fileio.open_raw(str(path)) as raw:
-        articles = list(cirrus.read_articles(fileio.iter_lines(fileio.open_dump(raw, str(path)), report), report))
+    articles, report = read_dump_file(path)
     assert 0 < len(articles) < 3000
     intact = payload[: len(payload) // 3].count(b"\n") // 2  # the first third surely decompresses
     assert len(articles) >= intact
@@ -140,6 +143,12 @@ def wikidata_lines(entities):
     return numbered(("[\n" + body + "\n]\n").encode().splitlines(keepends=True))
 
 
+def real_wikidata_lines():
+    """Numbered lines of the real entities, in the dump's framing (skips without shared/)."""
+    path = real_fixture("wikidata", "latest-all.DERIVED-sample.json.gz")
+    return numbered(gzip.decompress(path.read_bytes()).splitlines(keepends=True))
+
+
 def test_exact_site_keys_only_and_the_framing():
     entity = {
         "type": "item", "id": "Q1",
@@ -166,8 +175,7 @@ def test_prefilter_never_hides_a_key_written_with_escapes():
 
 @pytest.mark.parametrize("langs", [["en"], ["en", "de", "fr", "zh", "ja", "ru", "ar"], ["fi", "be-x-old", "zh-min-nan"]])
 def test_prefilter_gives_exactly_the_full_parse_on_real_entities(langs):
-    path = real_fixture("wikidata", "latest-all.DERIVED-sample.json.gz")
-    lines = numbered(gzip.decompress(path.read_bytes()).splitlines(keepends=True))
+    lines = real_wikidata_lines()
     fast, slow = FileReport("wd"), FileReport("wd")
     with_filter = list(read_sitelinks(lines, SitelinkFilter(langs, True), fast))
     without = list(read_sitelinks(lines, SitelinkFilter(langs, False), slow))
@@ -176,8 +184,7 @@ def test_prefilter_gives_exactly_the_full_parse_on_real_entities(langs):
 
 
 def test_real_entities_give_their_real_sitelinks():
-    path = real_fixture("wikidata", "latest-all.DERIVED-sample.json.gz")
-    lines = numbered(gzip.decompress(path.read_bytes()).splitlines(keepends=True))
+    lines = real_wikidata_lines()
     links = {(l.entity, l.lang): l.title for l in read_sitelinks(lines, SitelinkFilter(["en", "de", "zh-min-nan", "be-x-old"]), FileReport("wd"))}
     assert links[("Q42", "en")] == "Douglas Adams"
     assert links[("Q1040", "de")] == "Karlsruhe"
