@@ -24,7 +24,7 @@ from clirmatrix.beam_jobs.extract_sitelinks import run_extract_sitelinks
 from clirmatrix.beam_jobs.link_entities import run_link_entities
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION
-from clirmatrix.pipeline.dumps import discover
+from clirmatrix.pipeline.dumps import DumpSet, discover
 
 LOG = logging.getLogger("clirmatrix")
 
@@ -47,6 +47,18 @@ def stage_dirs(work_dir: str) -> dict[str, str]:
     return {name: fileio.join(work_dir, name) for name in ("docs", "sitelinks", "entity_docs")}
 
 
+def find_dumps(dumps_dir: str, langs: Sequence[str] | None, source: str) -> DumpSet:
+    """The dumps to read; notes (e.g. a language without a dump) are logged, nothing usable is an error."""
+    found = discover(dumps_dir, list(langs) if langs else None, source)
+    for note in found.notes:
+        LOG.warning(note)
+    if not found.docs:
+        raise NoDumpsError(f"no Wikipedia dumps found in {dumps_dir} (expected names like enwiki-20240101-cirrussearch-content.json.gz)")
+    if not found.wikidata:
+        raise NoDumpsError(f"no Wikidata dump found in {dumps_dir} (expected latest-all.json.gz or wikidata-YYYYMMDD-all.json.gz)")
+    return found
+
+
 def run_extract(
     dumps_dir: str,
     work_dir: str,
@@ -57,13 +69,7 @@ def run_extract(
     workers: int | None = None,
 ) -> ExtractResult:
     """Run docs, sitelinks and linking for every language found (or ``langs``)."""
-    found = discover(dumps_dir, list(langs) if langs else None, source)
-    for note in found.notes:
-        LOG.warning(note)
-    if not found.docs:
-        raise NoDumpsError(f"no Wikipedia dumps found in {dumps_dir} (expected names like enwiki-20240101-cirrussearch-content.json.gz)")
-    if not found.wikidata:
-        raise NoDumpsError(f"no Wikidata dump found in {dumps_dir} (expected latest-all.json.gz or wikidata-YYYYMMDD-all.json.gz)")
+    found = find_dumps(dumps_dir, langs, source)
     dirs = stage_dirs(work_dir)
     docs = run_extract_docs(found.docs, dirs["docs"], settings, beam_args, workers)
     kept = sorted(docs["languages"])

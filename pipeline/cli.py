@@ -17,6 +17,7 @@ from rich.table import Table
 
 console = Console(stderr=True)
 LOG = logging.getLogger("clirmatrix")
+DEFAULT_SAMPLE_LANGS = ("en", "de", "es", "fr", "ru", "ar", "zh", "ja")  # the MULTI-8 languages, 5 scripts
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -41,7 +42,7 @@ def cli(verbose: bool) -> None:
 @cli.command()
 @click.argument("out_dir", type=click.Path(file_okay=False))
 @click.option("--docs-per-lang", type=click.IntRange(min=50), default=2000, show_default=True, help="About this many articles per language.")
-@click.option("--langs", default=",".join(("en", "de", "fr", "ru", "ar", "zh", "ja")), show_default=True, help="Languages to generate.")
+@click.option("--langs", default=",".join(DEFAULT_SAMPLE_LANGS), show_default=True, help="Languages to generate.")
 @click.option("--seed", type=int, default=13, show_default=True)
 @click.option("--clean/--broken", default=False, show_default=True, help="--broken (default) puts one bad record in each dump, as real dumps have.")
 def sample(out_dir: str, docs_per_lang: int, langs: str, seed: int, clean: bool) -> None:
@@ -113,24 +114,128 @@ def _print_extract_summary(result, out_dir: str) -> None:
     console.print(f"[green]done[/]: Parquet in {out_dir}/docs, {out_dir}/sitelinks, {out_dir}/entity_docs")
 
 
+_BUILD_FLAGS = ("dumps", "out", "work", "langs", "multi_langs", "seed", "min_docs", "train_size", "eval_size", "eval_fraction", "engine", "k1", "b", "combine", "source", "max_bad_fraction", "base_url", "workers", "threads")
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option("--dumps", default=None, help="Folder with {lang}wiki-* dumps and one Wikidata dump.")
+@click.option("--out", default=None, help="Output folder: BI-139/, MULTI-8/, DOCS/, DOCS-FULL/, downloads.json.gz, stats/, manifest.json.")
+@click.option("--work", default=None, help="Intermediate Parquet (default: OUT/.work).")
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False), help="TOML or YAML file with any of these settings; flags win.")
+@click.option("--langs", default=None, help="Comma-separated languages (default: every language found).")
+@click.option("--multi-langs", default=None, help="MULTI-8 languages, built when all are present [default: ar,de,en,es,fr,ja,ru,zh].")
+@click.option("--seed", type=int, default=None, help="Seed of splits and filler documents [default: 13].")
+@click.option("--min-docs", type=click.IntRange(min=0), default=None, help="Drop languages with fewer documents [default: 10000].")
+@click.option("--train-size", type=click.IntRange(min=0), default=None, help="Base train queries per direction [default: 10000].")
+@click.option("--eval-size", type=click.IntRange(min=0), default=None, help="Base dev/test1/test2 queries per direction [default: 1000].")
+@click.option("--eval-fraction", type=float, default=None, help="Share of entities in each of dev, test1, test2 [default: 0.1].")
+@click.option("--engine", type=click.Choice(["embedded", "elasticsearch"]), default=None, help="Retrieval engine [default: embedded].")
+@click.option("--k1", type=float, default=None, help="BM25 k1 [default: 1.2].")
+@click.option("--b", type=float, default=None, help="BM25 b [default: 0.3].")
+@click.option("--combine", type=click.Choice(["best_fields", "most_fields"]), default=None, help="How title and text scores combine [default: best_fields].")
+@click.option("--source", type=click.Choice(["auto", "cirrus", "xml"]), default=None, help="Which dump kind to read documents from [default: auto].")
+@click.option("--max-bad-fraction", type=click.FloatRange(0, 1), default=None, help="Fail when more input than this is bad [default: 0.001].")
+@click.option("--base-url", default=None, help="URL prefix written into downloads.json.gz (default: relative paths).")
+@click.option("--workers", type=click.IntRange(min=0), default=None, help="Local worker processes (default: one per unit, up to the cores).")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Search threads per worker [default: 1].")
+@click.pass_context
+def build(ctx: click.Context, config_file: str | None, **flags) -> None:
+    """Build BI-139, MULTI-8 and DOCS from dumps, resuming finished stages.
+
+    Any further --flags go to Apache Beam, e.g. --runner=FlinkRunner.
+    """
+    from clirmatrix.beam_jobs.build import run_build
+    from clirmatrix.pipeline.config import resolve
+
+    config = resolve(config_file, {name: flags[name] for name in _BUILD_FLAGS})
+    with console.status("building (progress is logged per stage)"):
+        result = run_build(config, ctx.args)
+    _print_build_summary(result)
+
+
+def _print_build_summary(result) -> None:
+    docs, links, retrieval = (result.summaries[name]["languages"] for name in ("extract_docs", "link", "retrieve"))
+    table = Table(title="languages", title_justify="left")
+    for column in ("lang", "documents", "linked", "queries", "no hits", "queries/s"):
+        table.add_column(column, justify="left" if column == "lang" else "right")
+    for lang, entry in docs.items():
+        link, found = links[lang], retrieval[lang]
+        table.add_row(
+            lang, f"{entry['docs']:,}", f"{link['linked_wikidata'] + link['linked_dump']:,}", f"{found['queries']:,}",
+            f"{found['queries_without_hits']:,}", f"{found['queries_per_second'] or 0:,.0f}",
+        )
+    console.print(table)
+    sets = Table(title="released files", title_justify="left")
+    for column in ("set", "files", "lines", "MB"):
+        sets.add_column(column, justify="left" if column == "set" else "right")
+    for name, counts in sorted(result.summaries["write"]["sets"].items()):
+        sets.add_row(name, f"{counts['files']:,}", f"{counts['lines']:,}", f"{counts['bytes'] / 1e6:,.1f}")
+    console.print(sets)
+    timing = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in result.stage_seconds.items() if seconds is not None)
+    console.print(f"stages: {timing}")
+    for note in result.notes:
+        console.print(f"[yellow]note[/] {note}")
+    console.print(f"[green]done[/]: {result.out} (stats in {result.out}/stats, manifest.json; intermediate files in {result.work})")
+
+
+@cli.command()
+@click.option("--corpus", required=True, type=click.Path(exists=True, dir_okay=False), help='JSONL, one {"id", "title", "text"} per line (.gz allowed).')
+@click.option("--queries", required=True, type=click.Path(exists=True, dir_okay=False), help="TSV: qid<TAB>text per line.")
+@click.option("--lang", default=None, help="Language code: picks its analyzer.")
+@click.option("--analyzer", type=click.Choice(["plain"]), default=None, help="plain = standard tokenization and lowercasing only.")
+@click.option("--k", type=click.IntRange(min=1), default=100, show_default=True, help="Hits per query.")
+@click.option("--k1", type=float, default=1.2, show_default=True)
+@click.option("--b", type=float, default=0.3, show_default=True)
+@click.option("--combine", type=click.Choice(["best_fields", "most_fields"]), default="best_fields", show_default=True)
+@click.option("--tag", default="clirmatrix", show_default=True, help="Run tag (last column).")
+@click.option("--output", required=True, type=click.Path(dir_okay=False), help="TREC run file to write.")
+def search(corpus: str, queries: str, lang: str | None, analyzer: str | None, k: int, k1: float, b: float, combine: str, tag: str, output: str) -> None:
+    """Search a corpus with the embedded BM25 engine; write a TREC run file."""
+    from clirmatrix.pipeline.engines.base import Bm25Settings
+    from clirmatrix.pipeline.engines.search import run_search
+
+    if (lang is None) == (analyzer is None):
+        raise click.UsageError("give exactly one of --lang CODE or --analyzer plain")
+    with console.status("indexing and searching"):
+        counts = run_search(corpus, queries, output, lang=lang, analyzer=analyzer, k=k, tag=tag, settings=Bm25Settings(k1=k1, b=b, combine=combine))
+    console.print(f"[green]wrote[/] {output}: " + ", ".join(f"{key} {value:,}" if isinstance(value, int) else f"{key} {value}" for key, value in counts.items()))
+
+
+@cli.command()
+@click.argument("root", type=click.Path(exists=True, file_okay=False))
+@click.option("--train-size", type=click.IntRange(min=0), default=10_000, show_default=True)
+@click.option("--eval-size", type=click.IntRange(min=0), default=1_000, show_default=True)
+def validate(root: str, train_size: int, eval_size: int) -> None:
+    """Check a build or a download against every rule of the release; exit 1 when any fails."""
+    from clirmatrix.pipeline.validate import print_report
+    from clirmatrix.pipeline.validate import validate as check_tree
+
+    with console.status(f"checking {root}"):
+        report = check_tree(root, train_size=train_size, eval_size=eval_size)
+    print_report(report, console)
+    if not report.ok:
+        click.get_current_context().exit(1)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run a command, map library errors to messages and exit codes."""
     from clirmatrix.beam_jobs.common import IncompleteStageError
     from clirmatrix.beam_jobs.extract import NoDumpsError
     from clirmatrix.pipeline.badinput import TooManyBadRecords
+    from clirmatrix.pipeline.config import ConfigError
 
     try:
-        cli.main(args=argv, prog_name="clirmatrix", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="clirmatrix", standalone_mode=False)
     except click.exceptions.Abort:
         console.print("aborted")
         return 130
     except click.ClickException as error:
         error.show()
         return error.exit_code
-    except (TooManyBadRecords, NoDumpsError, IncompleteStageError, FileNotFoundError, ValueError) as error:
+    except (TooManyBadRecords, NoDumpsError, IncompleteStageError, ConfigError, FileNotFoundError, ValueError) as error:
         console.print(f"[red]error:[/] {error}", highlight=False)
         return 2
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

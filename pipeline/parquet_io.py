@@ -55,6 +55,13 @@ class ParquetSink:
         self.rows += table.num_rows
         self._columns = [[] for _ in self.schema.names]
 
+    def add_table(self, table: pa.Table) -> None:
+        """Append a whole table as its own row group(s), after any rows added one by one."""
+        self._flush()
+        if table.num_rows:
+            self._writer.write_table(check(table, self.schema, self.path), row_group_size=max(table.num_rows, 1))
+            self.rows += table.num_rows
+
     def __exit__(self, exc_type, exc, tb) -> bool:
         try:
             if exc_type is None:

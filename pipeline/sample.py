@@ -5,7 +5,7 @@ scripts; each article is written from its entity's topic and name words in that
 language's own pseudo-vocabulary, so the same entity reads alike across
 languages and BM25 finds related articles. Written as:
 
-- ``en``, ``de``, ``ru``, ``zh``, ``ja``: classic CirrusSearch ``.json.gz`` (action
+- ``en``, ``de``, ``es``, ``ru``, ``zh``, ``ja``: classic CirrusSearch ``.json.gz`` (action
   ``_type`` "page", "_doc" or none);
 - ``ar``: the newer Hive layout, ``.json.bz2`` in two parts, with ``page_id`` and
   first-class redirect documents;
@@ -33,13 +33,13 @@ import orjson
 
 DATE = "20240301"
 SCRIPTS = {
-    "en": "latin", "de": "latin", "fr": "latin", "ru": "cyrillic", "ar": "arabic", "zh": "han", "ja": "kana",
+    "en": "latin", "de": "latin", "es": "latin", "fr": "latin", "ru": "cyrillic", "ar": "arabic", "zh": "han", "ja": "kana",
 }
 DEFAULT_LANGS = tuple(SCRIPTS)
-_PRESENCE = {"en": 0.97, "de": 0.8, "fr": 0.75, "ru": 0.75, "ar": 0.7, "zh": 0.75, "ja": 0.7}
-_ACTION_TYPES = {"en": "page", "de": "_doc", "ru": None, "zh": "page", "ja": "_doc"}
+_PRESENCE = {"en": 0.97, "de": 0.8, "es": 0.75, "fr": 0.75, "ru": 0.75, "ar": 0.7, "zh": 0.75, "ja": 0.7}
+_ACTION_TYPES = {"en": "page", "de": "_doc", "es": None, "ru": None, "zh": "page", "ja": "_doc"}
 _UNSPACED = {"zh", "ja"}
-_STOP = {"zh": "。", "ja": "。", "ar": ".", "ru": ".", "en": ".", "de": ".", "fr": "."}
+_STOP = {"zh": "。", "ja": "。", "ar": ".", "ru": ".", "en": ".", "de": ".", "es": ".", "fr": "."}
 
 _LATIN_C = "b c d f g h k l m n p r s t v z br st tr ch".split()
 _LATIN_V = "a e i o u ei au ie".split()
@@ -51,7 +51,7 @@ _KANA = [chr(c) for c in range(0x30A2, 0x30F3)]
 
 # Which kind of bad record each language's sample dump carries (with broken=True).
 BROKEN_KIND_BY_LANG = {
-    "en": "malformed_json", "de": "document_without_action", "ru": "missing_field", "zh": "action_without_document",
+    "en": "malformed_json", "de": "document_without_action", "es": "malformed_json", "ru": "missing_field", "zh": "action_without_document",
     "ja": "malformed_json", "ar": "missing_field",
 }
 

@@ -1,5 +1,5 @@
-"""Schemas of every artefact clirmatrix writes, as code (Arrow for Parquet)."""
+"""Schemas of every clirmatrix artefact, as code."""
 
-from clirmatrix.schemas.parquet import DOCS, ENTITY_DOCS, LINK_SOURCES, SITELINKS, SchemaMismatchError, check
+from clirmatrix.schemas.parquet import DOCS, ENTITY_DOCS, LABELS, LINK_SOURCES, PROPAGATED, RETRIEVAL, SITELINKS, SchemaMismatchError, check
 
-__all__ = ["DOCS", "ENTITY_DOCS", "LINK_SOURCES", "SITELINKS", "SchemaMismatchError", "check"]
+__all__ = ["DOCS", "ENTITY_DOCS", "LABELS", "LINK_SOURCES", "PROPAGATED", "RETRIEVAL", "SITELINKS", "SchemaMismatchError", "check"]

@@ -3,6 +3,14 @@
 ``docs``         one row per kept article of a language (PIPELINE.md sections 1-2)
 ``sitelinks``    Wikidata item -> title on a selected Wikipedia (section 3)
 ``entity_docs``  Wikidata item -> document of a language, after title matching (section 3)
+``retrieval``    a language's top-k BM25 hits for every title query (section 4)
+``labels``       the labelled documents of every query (section 5)
+``propagated``   the labels of one direction X -> Y, on Y's documents (section 6)
+
+The last three address documents by *position*: the row number of a document in
+its language's ``docs`` files read in order (file name, then row), which is also
+the document order of the search index. Positions keep these tables small and
+joins numeric; writers turn them back into page ids.
 """
 
 from __future__ import annotations
@@ -45,6 +53,34 @@ ENTITY_DOCS = pa.schema(
         pa.field("source", pa.string(), nullable=False),
     ],
     metadata={"clirmatrix.artefact": "entity_docs", "clirmatrix.schema_version": "1"},
+)
+
+
+RETRIEVAL = pa.schema(
+    [
+        pa.field("query", pa.int32(), nullable=False),  # position of the query's own article
+        pa.field("doc", pa.int32(), nullable=False),
+        pa.field("score", pa.float32(), nullable=False),  # rows of a query in rank order
+    ],
+    metadata={"clirmatrix.artefact": "retrieval", "clirmatrix.schema_version": "1"},
+)
+
+LABELS = pa.schema(
+    [
+        pa.field("query", pa.int32(), nullable=False),
+        pa.field("doc", pa.int32(), nullable=False),
+        pa.field("label", pa.int8(), nullable=False),  # 1-5 Jenks class, 6 the query's own article
+    ],
+    metadata={"clirmatrix.artefact": "labels", "clirmatrix.schema_version": "1"},
+)
+
+PROPAGATED = pa.schema(
+    [
+        pa.field("query", pa.int32(), nullable=False),  # position in the query language X
+        pa.field("doc", pa.int32(), nullable=False),  # position in the document language Y
+        pa.field("label", pa.int8(), nullable=False),
+    ],
+    metadata={"clirmatrix.artefact": "propagated", "clirmatrix.schema_version": "1"},
 )
 
 

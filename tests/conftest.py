@@ -20,14 +20,19 @@ def real_fixture(*parts: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def sample(tmp_path_factory):
-    """Generated dumps for 7 languages (~300 articles each, one bad record per dump)."""
+def write_sample(tmp_path_factory, langs: tuple[str, ...], seed: int):
+    """(dumps folder, generator truth) of ~300 articles per language, one bad record per dump."""
     from clirmatrix.pipeline.sample import write_sample_dumps
 
     root = tmp_path_factory.mktemp("sample")
-    world = write_sample_dumps(root / "dumps", docs_per_lang=300, langs=SAMPLE_LANGS, seed=5)
+    world = write_sample_dumps(root / "dumps", docs_per_lang=300, langs=langs, seed=seed)
     return root / "dumps", world
+
+
+@pytest.fixture(scope="session")
+def sample(tmp_path_factory):
+    """Generated dumps for 7 languages."""
+    return write_sample(tmp_path_factory, SAMPLE_LANGS, seed=5)
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@ def test_ci_runs_the_readme_test_command():
 
 def test_readme_main_command_uses_the_bundled_sample():
     command = readme_command("main-command")
-    assert "clirmatrix sample" in command and "clirmatrix extract" in command
+    assert "clirmatrix sample" in command and "clirmatrix build" in command
 
 
 def test_wheel_holds_only_the_clirmatrix_package(tmp_path):
@@ -35,6 +35,6 @@ def test_wheel_holds_only_the_clirmatrix_package(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     code = [n for n in names if ".dist-info/" not in n]
     assert code and all(n.startswith("clirmatrix/") for n in code)
-    for package in ("pipeline", "beam_jobs", "schemas", "models", "pipeline/formats"):
+    for package in ("pipeline", "beam_jobs", "schemas", "models", "pipeline/formats", "pipeline/engines"):
         assert f"clirmatrix/{package}/__init__.py" in names
     assert not any(n.startswith("clirmatrix/__init__") for n in names)  # a namespace: nothing generic at the top

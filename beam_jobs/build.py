@@ -1,0 +1,211 @@
+"""The whole build: dumps -> BI-139, MULTI-8, DOCS, ``downloads.json.gz``, ``stats/``, ``manifest.json``.
+
+Stages, each a Beam pipeline and each skipped when it already finished with the
+same fingerprint (``beam_jobs.stages``)::
+
+    extract_docs -> extract_sitelinks -> link -> retrieve -> label -> propagate -> write -> stats
+
+Intermediate Parquet goes to ``WORK`` (default ``OUT/.work``); ``OUT`` gets
+exactly the released layout plus ``stats/`` and ``manifest.json``.
+
+Example::
+
+    python -m clirmatrix.beam_jobs.build --dumps dumps/ --out out/ --min-docs 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import platform
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from importlib import metadata
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from clirmatrix.beam_jobs import common
+from clirmatrix.beam_jobs.extract import NoDumpsError, find_dumps
+from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
+from clirmatrix.beam_jobs.extract_sitelinks import run_extract_sitelinks
+from clirmatrix.beam_jobs.label import run_label
+from clirmatrix.beam_jobs.link_entities import run_link_entities
+from clirmatrix.beam_jobs.propagate import run_propagate
+from clirmatrix.beam_jobs.retrieve import RetrievalSettings, check_engine, run_retrieve
+from clirmatrix.beam_jobs.stages import StageLog, fingerprint
+from clirmatrix.beam_jobs.stats import run_stats
+from clirmatrix.beam_jobs.write_release import ReleaseSettings, run_write_release
+from clirmatrix.pipeline import fileio, layout
+from clirmatrix.pipeline.config import BuildConfig, as_dict, resolve
+from clirmatrix.pipeline.corpus import WorkDirs
+from clirmatrix.pipeline.engines.base import Bm25Settings
+from clirmatrix.pipeline.splits import SplitSettings
+
+LOG = logging.getLogger("clirmatrix")
+STAGES = ("extract_docs", "extract_sitelinks", "link", "retrieve", "label", "propagate", "write", "stats")
+_VERSIONED = ("clirmatrix", "apache-beam", "pyarrow", "numpy", "jenkspy", "bm25s", "PyStemmer", "orjson", "isal", "mwparserfromhell")
+
+
+@dataclass
+class BuildResult:
+    """What the build produced, for the command's summary."""
+
+    out: str
+    work: str
+    summaries: dict[str, dict]
+    stage_seconds: dict[str, float | None]
+    notes: list[str]
+
+
+def _versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for name in _VERSIONED:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return found
+
+
+def _describe(paths: Sequence[str], root: str) -> list[dict]:
+    """Name, size and modification time of input files: what their stage fingerprint covers."""
+    described = []
+    for path in sorted(paths):
+        meta = FileSystems.match([path])[0].metadata_list[0]
+        described.append({"path": _relative(root, path), "size": meta.size_in_bytes, "mtime": meta.last_updated_in_seconds})
+    return described
+
+
+def _relative(root: str, path: str) -> str:
+    prefix = root.rstrip("/") + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else path
+
+
+def _md5(path: str) -> str:
+    digest = hashlib.md5()
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        while chunk := handle.read(8 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def input_checksums(inputs: Sequence[dict], dumps_dir: str, work_dir: str) -> list[dict]:
+    """md5 of every input file for the manifest, cached by (path, size, mtime) so reruns do not reread dumps."""
+    cache_path = fileio.join(work_dir, "_stages", "checksums.json")
+    cache = fileio.read_json(cache_path) if fileio.exists(cache_path) else {}
+    described, computed = [], False
+    for entry in inputs:
+        key = f"{entry['path']}|{entry['size']}|{entry['mtime']}"
+        if key not in cache:
+            LOG.info("checksum of %s", entry["path"])
+            cache[key], computed = _md5(fileio.join(dumps_dir, entry["path"])), True
+        described.append({"path": entry["path"], "size": entry["size"], "md5": cache[key]})
+    if computed:
+        fileio.write_json(cache_path, cache)
+    return described
+
+
+def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult:
+    """Run (or resume) every stage; raises NoDumpsError when nothing usable is found."""
+    config = config.check()
+    retrieval = RetrievalSettings(config.engine, config.k, Bm25Settings(config.k1, config.b, config.title_boost, config.combine), config.threads)
+    check_engine(retrieval)
+    work, version = WorkDirs(config.work_dir), metadata.version("clirmatrix")
+    log = StageLog(work.root)
+    workers = config.workers or None
+    found = find_dumps(config.dumps, config.langs, config.source)
+    docs_inputs = _describe([dump.path for dumps in found.docs.values() for dump in dumps], config.dumps)
+    wikidata_inputs = _describe(found.wikidata, config.dumps)
+    summaries: dict[str, dict] = {}
+
+    docs_settings = DocsSettings(min_docs=config.min_docs, max_bad_fraction=config.max_bad_fraction)
+    keys = {"extract_docs": fingerprint("extract_docs", version, docs_inputs, asdict(docs_settings))}
+    summaries["extract_docs"] = log.run(
+        "extract_docs", keys["extract_docs"], lambda: run_extract_docs(found.docs, work.stage("docs"), docs_settings, beam_args, workers)
+    )
+    langs = sorted(summaries["extract_docs"]["languages"])
+    if not langs:
+        raise NoDumpsError(f"every language has fewer than --min-docs {config.min_docs:,} documents; nothing to build")
+    keys["extract_sitelinks"] = fingerprint("extract_sitelinks", version, wikidata_inputs, langs, config.max_bad_fraction)
+    summaries["extract_sitelinks"] = log.run(
+        "extract_sitelinks",
+        keys["extract_sitelinks"],
+        lambda: run_extract_sitelinks(found.wikidata, langs, work.stage("sitelinks"), config.max_bad_fraction, beam_args, workers),
+    )
+    keys["link"] = fingerprint("link", keys["extract_docs"], keys["extract_sitelinks"])
+    summaries["link"] = log.run(
+        "link", keys["link"], lambda: run_link_entities(work.stage("docs"), work.stage("sitelinks"), work.stage("entity_docs"), beam_args, workers)
+    )
+
+    keys["retrieve"] = fingerprint("retrieve", keys["extract_docs"], retrieval.fingerprint_parts())
+    summaries["retrieve"] = log.run("retrieve", keys["retrieve"], lambda: run_retrieve(work.root, langs, retrieval, beam_args, workers))
+    keys["label"] = fingerprint("label", keys["retrieve"])
+    summaries["label"] = log.run("label", keys["label"], lambda: run_label(work.root, beam_args, workers))
+    keys["propagate"] = fingerprint("propagate", keys["label"], keys["link"])
+    summaries["propagate"] = log.run("propagate", keys["propagate"], lambda: run_propagate(work.root, langs, beam_args, workers))
+
+    splits = SplitSettings(config.seed, config.eval_fraction, config.train_size, config.eval_size)
+    release = ReleaseSettings(splits, tuple(config.multi_langs), base_url=config.base_url)
+    if not set(release.multi_langs) <= set(langs):
+        missing = sorted(set(release.multi_langs) - set(langs))
+        found.notes.append(f"MULTI-8 not built: {', '.join(missing)} missing (needs {', '.join(release.multi_langs)})")
+        LOG.warning(found.notes[-1])
+    keys["write"] = fingerprint("write", keys["propagate"], release.fingerprint_parts(), config.out)
+    # A deleted output is written again whatever the stage records say.
+    rewrite = not fileio.exists(fileio.join(config.out, layout.INDEX))
+    summaries["write"] = log.run(
+        "write", keys["write"], lambda: run_write_release(work.root, config.out, langs, release, beam_args, workers), force=rewrite
+    )
+    keys["stats"] = fingerprint("stats", keys["write"])
+    restat = rewrite or not fileio.exists(fileio.join(config.out, layout.STATS_DIR))
+    summaries["stats"] = log.run("stats", keys["stats"], lambda: run_stats(config.out, work.root, beam_args, workers), force=restat)
+
+    manifest = {
+        "clirmatrix": version,
+        "versions": _versions(),
+        "settings": as_dict(config),
+        "inputs": input_checksums(docs_inputs + wikidata_inputs, config.dumps, work.root),
+        "languages": langs,
+        "dropped_languages": sorted(summaries["extract_docs"]["dropped"]),
+        "notes": found.notes,
+        "counts": _counts(summaries),
+        "stage_fingerprints": keys,
+    }
+    fileio.write_json(fileio.join(config.out, layout.MANIFEST), manifest)
+    seconds = {name: log.seconds(name) for name in STAGES}
+    return BuildResult(config.out, work.root, summaries, seconds, found.notes)
+
+
+def _counts(summaries: dict[str, dict]) -> dict:
+    """Key counts per language and per released set, for the manifest and the command's summary."""
+    retrieval = summaries["retrieve"]["languages"]
+    links = summaries["link"]["languages"]
+    per_lang = {
+        lang: {
+            "docs": entry["docs"],
+            "linked": links[lang]["linked_wikidata"] + links[lang]["linked_dump"],
+            "queries_without_hits": retrieval[lang]["queries_without_hits"],
+        }
+        for lang, entry in summaries["extract_docs"]["languages"].items()
+    }
+    return {"languages": per_lang, "sets": summaries["write"]["sets"]}
+
+
+def run(argv: Sequence[str] | None = None) -> BuildResult:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dumps")
+    parser.add_argument("--out")
+    parser.add_argument("--config")
+    parser.add_argument("--langs")
+    parser.add_argument("--min-docs", type=int)
+    parser.add_argument("--seed", type=int)
+    args, beam_args = parser.parse_known_args(argv)
+    flags = {"dumps": args.dumps, "out": args.out, "langs": args.langs, "min_docs": args.min_docs, "seed": args.seed}
+    return run_build(resolve(args.config, flags), beam_args)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    run()

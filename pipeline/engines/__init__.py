@@ -1,0 +1,1 @@
+"""Retrieval engines: the embedded BM25 engine (default) and, later, Elasticsearch."""

@@ -1,0 +1,228 @@
+"""``clirmatrix build`` end to end on generated dumps of the 8 MULTI-8 languages (PIPELINE.md sections 2-10)."""
+
+from __future__ import annotations
+
+import gzip
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import write_sample
+
+from clirmatrix.pipeline import layout
+from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
+
+TRAIN, EVAL = 60, 12
+
+
+def _config(dumps: Path, out: Path, **changes):
+    from clirmatrix.pipeline.config import BuildConfig
+
+    config = BuildConfig(
+        dumps=str(dumps), out=str(out), min_docs=100, max_bad_fraction=0.01, train_size=TRAIN, eval_size=EVAL, eval_fraction=0.15, workers=1
+    )
+    return replace(config, **changes)
+
+
+@pytest.fixture(scope="session")
+def world8(tmp_path_factory):
+    """Generated dumps of the 8 MULTI-8 languages."""
+    return write_sample(tmp_path_factory, MULTI8_LANGUAGES, seed=7)
+
+
+@pytest.fixture(scope="session")
+def built(world8, tmp_path_factory):
+    from clirmatrix.beam_jobs.build import run_build
+
+    dumps, world = world8
+    out = tmp_path_factory.mktemp("build") / "out"
+    result = run_build(_config(dumps, out))
+    return out, result, world
+
+
+def _lines(path: Path) -> list[dict]:
+    with gzip.open(path, "rb") as handle:
+        return [orjson.loads(line) for line in handle if line.strip()]
+
+
+def _released(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and ".work" not in p.parts}
+
+
+def _entity_of(world) -> dict[tuple[str, str], str]:
+    return {(lang, doc_id): entity.qid for entity in world.entities for lang, doc_id in entity.doc_ids.items()}
+
+
+def test_output_has_exactly_the_release_layout(built):
+    out, result, _ = built
+    langs = MULTI8_LANGUAGES
+    expected = {layout.query_file(s, x, y, split) for s in layout.QUERY_SETS for x in langs for y in langs if x != y for split in layout.SPLITS}
+    expected |= {layout.docs_file(d, lang) for d in layout.DOC_SETS for lang in langs}
+    files = {path for path in _released(out) if layout.parse_path(path)}
+    assert files == expected
+    others = {path for path in _released(out) if not layout.parse_path(path)}
+    assert {layout.INDEX, layout.MANIFEST} <= others
+    assert all(path in (layout.INDEX, layout.MANIFEST) or path.startswith("stats/") for path in others)
+
+
+def test_validate_passes_on_the_build(built):
+    from clirmatrix.pipeline.validate import validate
+
+    out, _, _ = built
+    report = validate(str(out), train_size=TRAIN, eval_size=EVAL)
+    assert report.ok, report
+
+
+def test_index_lists_every_file_with_its_md5(built):
+    import hashlib
+
+    out, _, _ = built
+    index = orjson.loads(gzip.decompress((out / layout.INDEX).read_bytes()))
+    entries = {entry["cache_path"]: entry for context in index.values() for entry in context.values()}
+    assert len(entries) == 3 * 8 * 7 * 4 + 2 * 8
+    for path, entry in entries.items():
+        assert entry["expected_md5"] == hashlib.md5((out / path).read_bytes()).hexdigest()
+    assert index["clirmatrix_bi139_base"]["queries/en_de/dev"]["url"] == "BI-139/base/en/en.de.dev.base.jl.gz"
+
+
+def test_base_queries_have_100_candidates_and_their_own_article_at_label_6(built):
+    out, _, world = built
+    entity_of = _entity_of(world)
+    doc_of = {(entity.qid, lang): doc for entity in world.entities for lang, doc in entity.doc_ids.items()}
+    checked = 0
+    for path in sorted((out / "BI-139" / "base" / "en").glob("en.*.base.jl.gz")):
+        tgt = path.name.split(".")[1]
+        for record in _lines(path):
+            results = dict(map(tuple, record["tgt_results"]))
+            assert len(record["tgt_results"]) == len(results) == 100
+            assert set(results.values()) <= set(range(7)) and max(results.values()) >= 1
+            own = doc_of.get((entity_of.get(("en", record["src_id"])), tgt))
+            if own is not None:
+                assert results.get(own) == 6
+                checked += 1
+    assert checked > 100
+
+
+def test_full_holds_only_labelled_documents_and_contains_base(built):
+    out, _, _ = built
+    for split in layout.SPLITS:
+        full = {r["src_id"]: dict(map(tuple, r["tgt_results"])) for r in _lines(out / layout.query_file("bi139-full", "de", "fr", split))}
+        base = _lines(out / layout.query_file("bi139-base", "de", "fr", split))
+        assert all(min(results.values()) >= 1 for results in full.values())
+        for record in base:
+            labelled = {doc: label for doc, label in record["tgt_results"] if label > 0}
+            assert labelled.items() <= full[record["src_id"]].items()
+
+
+def test_split_sizes_and_no_entity_crosses_splits(built):
+    out, _, world = built
+    entity_of = _entity_of(world)
+    split_of_entity: dict[str, set[str]] = defaultdict(set)
+    for path in _released(out):
+        released = layout.parse_path(path)
+        if released is None or released.dataset not in layout.QUERY_SETS:
+            continue
+        records = _lines(out / path)
+        if released.dataset != "bi139-full":
+            assert len(records) <= (TRAIN if released.split == "train" else EVAL)
+        for record in records:
+            entity = entity_of.get((released.src, record["src_id"]))
+            if entity:
+                split_of_entity[entity].add(released.split)
+    assert split_of_entity and all(len(splits) == 1 for splits in split_of_entity.values())
+    assert len(_lines(out / layout.query_file("bi139-base", "en", "de", "train"))) == TRAIN
+
+
+def test_multi8_queries_are_aligned_across_target_languages(built):
+    out, _, _ = built
+    for split in ("train", "test1"):
+        orders = {tgt: [r["src_id"] for r in _lines(out / layout.query_file("multi8", "en", tgt, split))] for tgt in MULTI8_LANGUAGES if tgt != "en"}
+        first = next(iter(orders.values()))
+        assert first and all(order == first for order in orders.values())
+    # A target's list is the same whichever language asks.
+    de_from_en = _lines(out / layout.query_file("multi8", "en", "de", "dev"))
+    de_from_fr = _lines(out / layout.query_file("multi8", "fr", "de", "dev"))
+    assert [r["tgt_results"] for r in de_from_en] == [r["tgt_results"] for r in de_from_fr]
+    assert all(len(r["tgt_results"]) == 100 for r in de_from_en)
+
+
+def test_docs_files_hold_every_document_once(built):
+    out, result, _ = built
+    rows = gzip.decompress((out / "DOCS" / "ja.tsv.gz").read_bytes()).decode().splitlines()
+    ids = [row.split("\t", 1)[0] for row in rows]
+    assert len(ids) == len(set(ids)) == result.summaries["extract_docs"]["languages"]["ja"]["docs"]
+    assert all(row.count("\t") == 1 for row in rows)
+    full = gzip.decompress((out / "DOCS-FULL" / "ja.tsv.gz").read_bytes()).decode().splitlines()
+    assert [row.split("\t", 1)[0] for row in full] == ids
+    assert sum(map(len, full)) >= sum(map(len, rows))
+
+
+def test_stats_tables_and_heat_maps(built):
+    out, _, _ = built
+    stats = out / layout.STATS_DIR
+    assert any(p.suffix == ".tsv" for p in stats.iterdir()) and any(p.suffix == ".png" for p in stats.iterdir())
+
+
+def test_same_inputs_give_byte_identical_output_and_a_rerun_skips_every_stage(built, world8, tmp_path):
+    from clirmatrix.beam_jobs.build import run_build
+
+    out, first, _ = built
+    dumps, _ = world8
+    other = tmp_path / "again"
+    run_build(_config(dumps, other))
+    mine, theirs = _released(out), _released(other)
+    mine.pop(layout.MANIFEST), theirs.pop(layout.MANIFEST)  # it names the output folder
+    assert mine == theirs
+
+    records = {p.name: p.stat().st_mtime_ns for p in (other / ".work" / "_stages").glob("*.json")}
+    run_build(_config(dumps, other))
+    assert {p.name: p.stat().st_mtime_ns for p in (other / ".work" / "_stages").glob("*.json")} == records
+
+
+def test_a_new_seed_reruns_only_what_depends_on_it(world8, built, tmp_path):
+    from clirmatrix.beam_jobs.build import run_build
+
+    dumps, _ = world8
+    out = tmp_path / "seeded"
+    run_build(_config(dumps, out))
+    stages = out / ".work" / "_stages"
+    before = {p.stem: p.stat().st_mtime_ns for p in stages.glob("*.json") if p.stem != "checksums"}
+    train = _lines(out / layout.query_file("bi139-base", "en", "de", "train"))
+    run_build(_config(dumps, out, seed=99))
+    after = {p.stem: p.stat().st_mtime_ns for p in stages.glob("*.json") if p.stem != "checksums"}
+    assert {name for name in before if before[name] != after[name]} == {"write", "stats"}
+    assert _lines(out / layout.query_file("bi139-base", "en", "de", "train")) != train
+
+
+def test_build_command_with_a_config_file_and_a_missing_language(world8, tmp_path, capsys):
+    from clirmatrix.pipeline.cli import main
+
+    dumps, _ = world8
+    config = tmp_path / "build.yaml"
+    config.write_text(f"dumps: {dumps}\nout: {tmp_path / 'out'}\nlangs: [en, de, xx]\nmin_docs: 100\nmax_bad_fraction: 0.01\nworkers: 1\n")
+    assert main(["build", "--config", str(config), "--train-size", "20"]) == 0
+    assert len(_lines(tmp_path / "out" / layout.query_file("bi139-base", "en", "de", "train"))) == 20
+    assert not (tmp_path / "out" / "MULTI-8").exists()
+    manifest = orjson.loads((tmp_path / "out" / layout.MANIFEST).read_bytes())
+    assert manifest["languages"] == ["de", "en"] and any("xx" in note for note in manifest["notes"])
+    assert all(len(entry["md5"]) == 32 for entry in manifest["inputs"])
+
+
+def test_unavailable_engine_is_a_clear_error(world8, tmp_path, capsys):
+    from clirmatrix.pipeline.cli import main
+
+    dumps, _ = world8
+    assert main(["build", "--dumps", str(dumps), "--out", str(tmp_path / "o"), "--engine", "elasticsearch"]) == 2
+    assert "not available" in capsys.readouterr().err
+
+
+def test_label_stage_gives_a_query_without_hits_its_own_article():
+    import numpy as np
+
+    from clirmatrix.beam_jobs.label import label_block
+
+    table = label_block(np.array([1, 1], np.int32), np.array([4, 1], np.int32), np.array([3.0, 2.0], np.float32), 0, 3)
+    rows = list(zip(*(table.column(name).to_pylist() for name in ("query", "doc", "label"))))
+    assert rows == [(0, 0, 6), (1, 4, 5), (1, 1, 6), (2, 2, 6)]

@@ -1,0 +1,217 @@
+"""Labels, propagation, splits, release writers and build settings (PIPELINE.md sections 5-9)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+
+import jenkspy
+import numpy as np
+import orjson
+import pytest
+
+from clirmatrix.pipeline.config import ConfigError, resolve
+from clirmatrix.pipeline.labels import class_labels, query_labels
+from clirmatrix.pipeline.layout import SPLITS, parse_path, query_file
+from clirmatrix.pipeline.propagation import Labelled, propagate
+from clirmatrix.pipeline.splits import SplitSettings, assign, choose, query_key, seeded_rng
+from clirmatrix.pipeline.writers import TargetDocs, docs_line, gzip_lines, query_line, query_line_json
+
+# --- labels -----------------------------------------------------------------------------------
+
+
+def test_jenks_classes_match_a_direct_jenkspy_classification():
+    scores = np.random.default_rng(1).gamma(2.0, 3.0, size=100).astype(np.float32)
+    labels = class_labels(scores)
+    unit = (scores.astype(np.float64) - scores.min()) / (scores.max() - scores.min())
+    breaks = jenkspy.jenks_breaks(unit, n_classes=5)
+    expected = [1 + sum(value > b for b in breaks[1:-1]) for value in unit]
+    assert labels.tolist() == expected
+    assert set(labels.tolist()) == {1, 2, 3, 4, 5}
+
+
+def test_labels_never_decrease_with_the_score_and_are_per_query():
+    scores = np.random.default_rng(2).exponential(5.0, size=100)
+    labels = class_labels(scores)
+    order = np.argsort(scores)
+    assert np.all(np.diff(labels[order]) >= 0)
+    assert labels[np.argmax(scores)] == 5 and labels[np.argmin(scores)] == 1
+    # Per query, after min-max normalisation: scaling and shifting a query's scores changes nothing.
+    assert class_labels(scores * 7.5 + 30).tolist() == labels.tolist()
+
+
+@pytest.mark.parametrize(
+    "scores, expected",
+    [
+        ([4.0], [5]),
+        ([2.0, 2.0, 2.0], [5, 5, 5]),
+        ([3.0, 1.0, 3.0], [5, 1, 5]),
+        ([3.0, 2.0, 1.0], [5, 3, 1]),
+        ([4.0, 3.0, 2.0, 1.0, 1.0], [5, 3, 2, 1, 1]),
+    ],
+)
+def test_fewer_than_five_distinct_scores(scores, expected):
+    assert class_labels(np.array(scores)).tolist() == expected
+
+
+def test_own_article_gets_six_where_it_was_returned_or_is_added():
+    positions, labels = query_labels(np.array([7, 3, 9]), np.array([9.0, 5.0, 1.0]), own_position=3)
+    assert positions.tolist() == [7, 3, 9] and labels.tolist() == [5, 6, 1]
+    positions, labels = query_labels(np.array([7, 9]), np.array([9.0, 1.0]), own_position=3)
+    assert positions.tolist() == [7, 9, 3] and labels.tolist() == [5, 1, 6]
+
+
+def test_query_without_hits_gets_only_its_own_article():
+    positions, labels = query_labels(np.zeros(0, np.int32), np.zeros(0, np.float32), own_position=11)
+    assert positions.tolist() == [11] and labels.tolist() == [6]
+
+
+# --- propagation -----------------------------------------------------------------------------
+
+
+def test_labels_follow_entities_and_unlinked_documents_are_lost():
+    labels = Labelled(np.array([0, 0, 0, 1, 1]), np.array([0, 1, 2, 1, 3]), np.array([6, 4, 2, 6, 5], dtype=np.int8))
+    x_to_y = np.array([10, -1, 12, 11], dtype=np.int32)  # X doc 1 has no Y article
+    carried = propagate(labels, x_to_y)
+    assert list(zip(carried.query.tolist(), carried.doc.tolist(), carried.label.tolist())) == [(0, 10, 6), (0, 12, 2), (1, 11, 5)]
+
+
+def test_two_source_documents_on_one_target_keep_the_higher_label():
+    labels = Labelled(np.array([0, 0]), np.array([0, 1]), np.array([2, 5], dtype=np.int8))
+    carried = propagate(labels, np.array([4, 4], dtype=np.int32))
+    assert carried.doc.tolist() == [4] and carried.label.tolist() == [5]
+
+
+def test_a_query_with_nothing_linked_disappears():
+    labels = Labelled(np.array([0, 1]), np.array([0, 1]), np.array([6, 6], dtype=np.int8))
+    carried = propagate(labels, np.array([-1, 3], dtype=np.int32))
+    assert carried.query.tolist() == [1]
+
+
+# --- splits ----------------------------------------------------------------------------------
+
+
+def test_an_entity_has_one_split_in_every_language():
+    settings = SplitSettings(seed=13)
+    keys = [query_key(lang, "12", "Q42") for lang in ("en", "de", "zh")]
+    split, order = assign(keys, settings)
+    assert len(set(split.tolist())) == 1 and len(set(order.tolist())) == 1
+    assert query_key("en", "12", None) != query_key("de", "12", None)
+
+
+def test_split_shares_follow_eval_fraction_and_the_seed():
+    keys = [f"e:Q{i}" for i in range(20_000)]
+    split, _ = assign(keys, SplitSettings(seed=1, eval_fraction=0.1))
+    shares = np.bincount(split, minlength=4) / len(keys)
+    for name in ("dev", "test1", "test2"):
+        assert abs(shares[SPLITS.index(name)] - 0.1) < 0.01
+    assert abs(shares[SPLITS.index("train")] - 0.7) < 0.015
+    other, _ = assign(keys, SplitSettings(seed=2, eval_fraction=0.1))
+    assert (other != split).mean() > 0.3  # another seed, another assignment
+    again, _ = assign(keys, SplitSettings(seed=1, eval_fraction=0.1))
+    assert again.tolist() == split.tolist()
+
+
+def test_choose_takes_the_first_by_seeded_order_within_the_split():
+    train, dev = SPLITS.index("train"), SPLITS.index("dev")
+    split = np.array([train, train, dev, train, train], dtype=np.int8)
+    order = np.array([50, 10, 0, 40, 20], dtype=np.uint64)
+    assert choose(split, order, np.arange(5), "train", 2).tolist() == [1, 4]
+    assert choose(split, order, np.array([0, 3]), "train", 5).tolist() == [0, 3]
+
+
+# --- writers ----------------------------------------------------------------------------------
+
+
+def test_results_sorted_by_label_then_numeric_page_id():
+    line = orjson.loads(query_line("6267", "Cultural imperialism", [("19028", 5), ("100", 0), ("3383724", 6), ("99", 0), ("20", 5)]))
+    assert line == {"src_id": "6267", "src_query": "Cultural imperialism", "tgt_results": [["3383724", 6], ["20", 5], ["19028", 5], ["99", 0], ["100", 0]]}
+
+
+def _candidates(labelled: dict[int, int], n_docs: int, seed: int) -> list[list]:
+    from clirmatrix.beam_jobs.write_release import candidates_json
+
+    target = TargetDocs([str(1000 - p) for p in range(n_docs)])
+    rows = sorted(labelled.items(), key=lambda item: (-item[1], target.rank[item[0]]))
+    docs, labels = np.array([p for p, _ in rows], dtype=np.int64), np.array([label for _, label in rows], dtype=np.int8)
+    return orjson.loads(candidates_json(target, docs, labels, 100, seeded_rng(seed, "fill", "en.de.dev")))
+
+
+def test_base_candidates_are_exactly_k_with_seeded_label_zero_filler():
+    labelled = {5: 6, 9: 3, 2: 1}
+    first, again = _candidates(labelled, 1_000, 13), _candidates(labelled, 1_000, 13)
+    assert first == again and len(first) == 100 and len({doc for doc, _ in first}) == 100
+    assert first[:3] == [["995", 6], ["991", 3], ["998", 1]]
+    assert all(label == 0 for _, label in first[3:]) and [int(d) for d, _ in first[3:]] == sorted(int(d) for d, _ in first[3:])
+    assert _candidates(labelled, 1_000, 14) != first
+
+
+def test_base_candidates_keep_the_best_labelled_or_all_documents_of_a_tiny_language():
+    many = {p: (6 if p == 0 else 1 + p % 5) for p in range(150)}
+    best = _candidates(many, 5_000, 1)
+    assert len(best) == 100 and best[0] == ["1000", 6] and min(label for _, label in best) >= sorted(many.values(), reverse=True)[99]
+    tiny = _candidates({0: 6}, 40, 1)
+    assert sorted(int(d) for d, _ in tiny) == list(range(961, 1001))
+
+
+def test_fast_result_rendering_equals_the_reference_line():
+    target = TargetDocs(["19028", "100", "3383724", "99", "20", 'q"x'])
+    query = np.zeros(6, dtype=np.int32)
+    doc, label = np.arange(6), np.array([5, 0, 6, 0, 5, 1], dtype=np.int8)
+    order = target.release_order(query, doc, label)
+    fast = query_line_json("6267", "Cultural \"imperialism\"", target.results_json(doc[order].tolist(), label[order].tolist()))
+    assert fast == query_line("6267", "Cultural \"imperialism\"", [(target.doc_ids[p], int(l)) for p, l in zip(doc, label)])
+
+
+def test_gzip_files_are_byte_identical_and_their_md5_is_reported(tmp_path):
+    digests = []
+    for name in ("a.jl.gz", "b.jl.gz"):
+        with gzip_lines(str(tmp_path / name)) as out:
+            out.write(query_line("1", "x", [("2", 5)]))
+        data = (tmp_path / name).read_bytes()
+        assert out.record.md5 == hashlib.md5(data).hexdigest() and out.record.size == len(data) and out.record.lines == 1
+        assert data[4:8] == b"\0\0\0\0"  # no timestamp
+        digests.append(out.record.md5)
+    assert digests[0] == digests[1]
+    assert gzip.decompress((tmp_path / "a.jl.gz").read_bytes()) == b'{"src_id":"1","src_query":"x","tgt_results":[["2",5]]}\n'
+
+
+def test_a_failed_write_leaves_nothing_behind(tmp_path):
+    with pytest.raises(RuntimeError), gzip_lines(str(tmp_path / "half.jl.gz")) as out:
+        out.write(b"{}")
+        raise RuntimeError("killed")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_docs_lines_have_no_tabs_or_newlines_in_the_text():
+    assert docs_line("12", "a\tb\nc\r\nd") == "12\ta b c  d".encode()
+
+
+def test_release_paths_round_trip():
+    path = query_file("bi139-base", "en", "de", "test1")
+    assert path == "BI-139/base/en/en.de.test1.base.jl.gz"
+    assert parse_path(path).tgt == "de" and parse_path("BI-139/full/en/en.de.test1.jl.gz").dataset == "bi139-full"
+    assert parse_path("MULTI-8/en/en.de.train.jl.gz").dataset == "multi8" and parse_path("BI-139/base/en/de.en.dev.base.jl.gz") is None
+
+
+# --- settings ----------------------------------------------------------------------------------
+
+
+def test_config_file_then_flags(tmp_path):
+    toml = tmp_path / "build.toml"
+    toml.write_text('dumps = "d"\nout = "o"\nlangs = ["en", "de"]\nseed = 5\n[bm25]\nb = 0.5\n')
+    config = resolve(str(toml), {"seed": 9, "min_docs": None})
+    assert (config.langs, config.seed, config.b, config.min_docs) == (("en", "de"), 9, 0.5, 10_000)
+    yaml_file = tmp_path / "build.yaml"
+    yaml_file.write_text("dumps: d\nout: o\nmulti-langs: en,de\ntrain_size: 50\n")
+    config = resolve(str(yaml_file), {})
+    assert config.multi_langs == ("en", "de") and config.train_size == 50
+
+
+@pytest.mark.parametrize("text, message", [('dumps = "d"\nmin_dcos = 3\n', r"unknown setting\(s\) min_dcos"), ('seed = "x"\n', "seed must be int"), ("dumps = [\n", "not valid")])
+def test_bad_config_names_the_file(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message) as error:
+        resolve(str(path), {"dumps": "d", "out": "o"})
+    assert str(path) in str(error.value)
