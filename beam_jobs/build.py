@@ -35,7 +35,7 @@ from clirmatrix.beam_jobs.link_entities import run_link_entities
 from clirmatrix.beam_jobs.propagate import run_propagate
 from clirmatrix.beam_jobs.retrieve import RetrievalSettings, check_engine, run_retrieve
 from clirmatrix.beam_jobs.stages import StageLog, fingerprint
-from clirmatrix.beam_jobs.stats import run_stats
+from clirmatrix.beam_jobs.stats import counted_while_writing, run_stats
 from clirmatrix.beam_jobs.write_release import ReleaseSettings, run_write_release
 from clirmatrix.pipeline import fileio, layout
 from clirmatrix.pipeline.config import BuildConfig, as_dict, resolve
@@ -160,7 +160,7 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
     )
     keys["stats"] = fingerprint("stats", keys["write"])
     restat = rewrite or not fileio.exists(fileio.join(config.out, layout.STATS_DIR))
-    summaries["stats"] = log.run("stats", keys["stats"], lambda: run_stats(config.out, work.root, beam_args, workers), force=restat)
+    summaries["stats"] = log.run("stats", keys["stats"], lambda: run_stats(config.out, counted_while_writing(work.root)), force=restat)
 
     manifest = {
         "clirmatrix": version,

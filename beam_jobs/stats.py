@@ -1,11 +1,12 @@
 """Released query files -> ``OUT/stats/``: the Table 7.1-7.4 numbers as TSV and heat maps (PIPELINE.md section 10).
 
-One unit of work per query file (counted in parallel); the driver then writes
-the tables and the PNG heat maps. Works on any build.
+In a build the write stage counted every file's queries and labels as it wrote
+them, so ``run_stats`` only draws the tables and maps. ``count_tree`` counts
+the files of any tree (a download, say) in a Beam pipeline, one unit per file.
 
 Example::
 
-    python -m clirmatrix.beam_jobs.stats --out out/ --work out/.work
+    python -m clirmatrix.beam_jobs.stats --out downloaded/ --work /tmp/stats-work
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import apache_beam as beam
 
 from clirmatrix.beam_jobs import common, stages
 from clirmatrix.pipeline import fileio, layout
+from clirmatrix.pipeline.jsonl import walk_release
 from clirmatrix.pipeline.stats import DirectionStats, direction_stats, write_stats
 
 LOG = logging.getLogger("clirmatrix")
@@ -38,26 +40,37 @@ class CountFile(beam.DoFn):
         yield relative
 
 
-def run_stats(out_root: str, work_root: str, beam_args: Sequence[str] = (), workers: int | None = None) -> dict:
-    """Count every released query file and write ``stats/``."""
-    report_dir = fileio.join(work_root, "stats")
+def count_tree(out_root: str, report_dir: str, beam_args: Sequence[str] = (), workers: int | None = None) -> list[DirectionStats]:
+    """Read and count every released query file under ``out_root``, in parallel."""
     common.start_stage(report_dir)
-    released = common.require_complete(fileio.join(work_root, "release"), "release")
-    files = [entry["path"] for entry in released["files"] if layout.parse_path(entry["path"]).dataset in layout.QUERY_SETS]
+    files = [path for path, released in walk_release(out_root) if released is not None and released.dataset in layout.QUERY_SETS]
     stages.run_units("CountFile", files, CountFile(out_root, report_dir), beam_args, workers)
-    rows = [DirectionStats(**report["stats"]) for report in sorted(common.read_reports(report_dir), key=lambda r: r["path"])]
-    written = write_stats(out_root, rows, fileio.join(out_root, layout.STATS_DIR))
-    summary = {"stage": "stats", "files": len(rows), "written": [str(path) for path in written] if written else []}
-    common.finish_stage(report_dir, summary)
-    return summary
+    return [DirectionStats(**report["stats"]) for report in sorted(common.read_reports(report_dir), key=lambda r: r["path"])]
+
+
+def counted_while_writing(work_root: str) -> list[DirectionStats]:
+    """The counts the write stage reported for each query file it wrote."""
+    released = common.require_complete(fileio.join(work_root, "release"), "release")
+    rows = []
+    for entry in released["files"]:
+        found = layout.parse_path(entry["path"])
+        if found.dataset in layout.QUERY_SETS:
+            rows.append(DirectionStats(found.dataset, found.src, found.tgt, found.split, entry["lines"], entry["docs_ge4"], entry["docs_ge1"]))
+    return rows
+
+
+def run_stats(out_root: str, rows: Sequence[DirectionStats]) -> dict:
+    """Write ``stats/`` (TSV tables and PNG heat maps) from per-file counts."""
+    written = write_stats(out_root, list(rows), fileio.join(out_root, layout.STATS_DIR))
+    return {"stage": "stats", "files": len(rows), "written": sorted(fileio.basename(str(path)) for path in written)}
 
 
 def run(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--work", required=True)
+    parser.add_argument("--out", required=True, help="A build or a download.")
+    parser.add_argument("--work", required=True, help="A folder for the per-file counts.")
     args, beam_args = parser.parse_known_args(argv)
-    return run_stats(args.out, args.work, beam_args)
+    return run_stats(args.out, count_tree(args.out, args.work, beam_args))
 
 
 if __name__ == "__main__":

@@ -115,9 +115,10 @@ def write_direction(out_root: str, work_root: str, src: str, tgt: str, settings:
             for q in in_split.tolist():
                 docs, labels = rows.of(q)
                 src_id, title = queries_of.doc_ids[q], queries_of.titles[q]
-                full_file.write(query_line_json(src_id, title, target.results_json(docs.tolist(), labels.tolist())))
+                full_file.write(query_line_json(src_id, title, target.results_json(docs.tolist(), labels.tolist())), labels)
                 if q in base:
-                    base_file.write(query_line_json(src_id, title, candidates_json(target, docs, labels, settings.candidates, rng)))
+                    line = query_line_json(src_id, title, candidates_json(target, docs, labels, settings.candidates, rng))
+                    base_file.write(line, labels[: settings.candidates])
         written += [full_file.record, base_file.record]
     return written
 
@@ -144,12 +145,14 @@ def write_multi8_target(out_root: str, work_root: str, tgt: str, settings: Relea
     for split in layout.SPLITS:
         chosen = choose(split_of, order, np.arange(len(entities)), split, settings.splits.size_of(split)).tolist()
         rng = seeded_rng(settings.splits.seed, "multi8", f"{tgt}.{split}")
-        lists = [candidates_json(target, *rows.of(positions[tgt][entities[index]]), settings.candidates, rng) for index in chosen]
+        lists = [rows.of(positions[tgt][entities[index]]) for index in chosen]
+        results = [candidates_json(target, docs, labels, settings.candidates, rng) for docs, labels in lists]
         for src, corpus in sources.items():
             with gzip_lines(fileio.join(out_root, layout.query_file("multi8", src, tgt, split))) as out:
-                for index, results in zip(chosen, lists):
+                for index, result, (_, labels) in zip(chosen, results, lists):
                     position = positions[src][entities[index]]
-                    out.write(query_line_json(corpus.doc_ids[position].as_py(), corpus.titles[position].as_py(), results))
+                    line = query_line_json(corpus.doc_ids[position].as_py(), corpus.titles[position].as_py(), result)
+                    out.write(line, labels[: settings.candidates])
             written.append(out.record)
     return written
 

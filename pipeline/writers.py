@@ -29,6 +29,8 @@ class WrittenFile:
     md5: str = ""
     size: int = 0
     lines: int = 0
+    docs_ge4: int = 0  # for query files: judged documents with label >= 4 and >= 1 (PIPELINE.md section 10)
+    docs_ge1: int = 0
 
 
 class _Digest:
@@ -55,9 +57,13 @@ class GzipLines:
         self._stream = stream
         self.record = record
 
-    def write(self, line: bytes) -> None:
+    def write(self, line: bytes, labels: np.ndarray | None = None) -> None:
+        """Append a line; give a query's ``labels`` to have them counted for the statistics."""
         self._stream.write(line + b"\n")
         self.record.lines += 1
+        if labels is not None:
+            self.record.docs_ge1 += int(np.count_nonzero(labels >= 1))
+            self.record.docs_ge4 += int(np.count_nonzero(labels >= 4))
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import shutil
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -159,10 +160,18 @@ def test_docs_files_hold_every_document_once(built):
     assert sum(map(len, full)) >= sum(map(len, rows))
 
 
-def test_stats_tables_and_heat_maps(built):
-    out, _, _ = built
-    stats = out / layout.STATS_DIR
-    assert any(p.suffix == ".tsv" for p in stats.iterdir()) and any(p.suffix == ".png" for p in stats.iterdir())
+def test_stats_counted_while_writing_equal_a_count_of_the_files(built, tmp_path):
+    from clirmatrix.beam_jobs.stats import counted_while_writing, run
+
+    out, result, _ = built
+    written = sorted(counted_while_writing(result.work), key=lambda row: (row.dataset, row.src, row.tgt, row.split))
+    recount = tmp_path / "recount"
+    for folder in ("BI-139", "MULTI-8"):
+        shutil.copytree(out / folder, recount / folder)
+    run(["--out", str(recount), "--work", str(tmp_path / "counts"), "--runner=FnApiRunner"])
+    assert (recount / layout.STATS_DIR / "bi139_full.tsv").read_bytes() == (out / layout.STATS_DIR / "bi139_full.tsv").read_bytes()
+    assert len(written) == 3 * 8 * 7 * 4 and any(row.docs_ge4 for row in written)
+    assert {p.suffix for p in (out / layout.STATS_DIR).iterdir()} == {".tsv", ".png"}
 
 
 def test_same_inputs_give_byte_identical_output_and_a_rerun_skips_every_stage(built, world8, tmp_path):
