@@ -133,7 +133,7 @@ def main() -> None:
     found = discover(str(out / "dumps"))
     assert [Path(d.path) for d in found.docs["en"]] == paths  # the job reads exactly the baseline's files
 
-    results, cpu = {}, {}
+    results, cpu, steady = {}, {}, {}
     for name, opener in (("baseline_isal", lambda p: igzip_threaded.open(p, "rb", threads=1)), ("baseline_stdlib_gzip", lambda p: gzip.open(p, "rb"))):
         seconds, cpu[name] = median_run(args.runs, lambda: baseline(paths, opener))
         results[name] = args.docs / seconds
@@ -148,6 +148,10 @@ def main() -> None:
 
         seconds, cpu[f"beam_{workers}_workers"] = median_run(args.runs, job)
         results[f"beam_{workers}_workers"] = args.docs / seconds
+        # Steady state: time spent inside the DoFn on the files (from the last run's
+        # reports), spread over the workers; what the job would reach without start-up.
+        units = json.loads((out / f"docs-{workers}" / "_reports" / "en.json").read_text())["units"]
+        steady[f"beam_{workers}_workers"] = args.docs / (sum(unit["seconds"] for unit in units) / workers)
     same = [a.read_bytes() == b.read_bytes() for a, b in zip(sorted((out / "docs-1" / "en").glob("*.parquet")), sorted((out / "docs-2" / "en").glob("*.parquet")))]
     assert same and all(same), "1 and 2 workers wrote different files"
     docs_mb = sum(p.stat().st_size for p in (out / "docs-1" / "en").glob("*.parquet")) / 1e6
@@ -164,12 +168,14 @@ def main() -> None:
     for name, cores in (("baseline_isal", 1), ("baseline_stdlib_gzip", 1), ("beam_1_workers", 1), ("beam_2_workers", 2)):
         rate = results[name]
         print(f"{name:30} {rate:10,.0f} {rate / cores:10,.0f} {rate / base:11.0%} {rate / cores / base:12.0%} {args.docs / cpu[name]:11,.0f}")
+    for name, rate in steady.items():
+        print(f"{name} steady state (inside the DoFn, no start-up): {rate:,.0f} docs/s, {rate / base:.0%} of the baseline")
     print(f"docs Parquet: {docs_mb:.0f} MB; load average now {os.getloadavg()[0]:.1f}")
     print(f"\nWikidata sitelinks job, {args.entities:,} entities (one gzip file):")
     for label, seconds in wikidata_seconds.items():
         print(f"  {label:30} {args.entities / seconds:10,.0f} entities/s")
     print(f"\npeak RSS of the driver process: {peak_mb:,.0f} MB (python {sys.version.split()[0]})")
-    (out / "results.json").write_text(json.dumps({"docs_per_s": results, "cpu_seconds": cpu, "docs_parquet_mb": docs_mb, "wikidata_seconds": wikidata_seconds, "peak_rss_mb": peak_mb}, indent=2))
+    (out / "results.json").write_text(json.dumps({"docs_per_s": results, "cpu_seconds": cpu, "steady_docs_per_s": steady, "docs_parquet_mb": docs_mb, "wikidata_seconds": wikidata_seconds, "peak_rss_mb": peak_mb}, indent=2))
 
 
 if __name__ == "__main__":

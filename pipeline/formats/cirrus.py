@@ -122,7 +122,7 @@ def _article(document: dict, doc_id: str, number: int, report: FileReport) -> Ar
     if _is_redirect(document):
         report.skip(REDIRECT)
         return None
-    if not text.strip():
+    if not text or text.isspace():  # no strip(): it would copy every text
         report.skip(EMPTY_TEXT)
         return None
     report.keep()
