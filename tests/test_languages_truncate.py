@@ -61,3 +61,22 @@ def test_unspaced_text_keeps_600_characters_up_to_the_last_full_stop():
 
 def test_unspaced_text_without_stop_is_cut_at_600():
     assert len(truncate("字" * 1000, rule_for(unspaced=True))) == 600
+
+
+def test_token_limit_matches_a_regex_over_every_kind_of_whitespace():
+    """The split-based token limit equals ``\\s*(?:\\S+\\s*){0,n}``, with Unicode and control spaces."""
+    import random
+    import re
+    import sys
+
+    from clirmatrix.pipeline.truncate import _limit_end
+
+    spaces = [chr(c) for c in range(sys.maxunicode + 1) if re.match(r"\s", chr(c))]
+    assert "\x1c" in spaces and "\u3000" in spaces and "\xa0" in spaces
+    alphabet = spaces + list("ab.。!") + ["\u200b", "\ufeff", "\u180e"]  # zero-width: not spaces
+    rng = random.Random(3)
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        limit = rng.randint(0, 12)
+        reference = re.compile(rf"\s*(?:\S+\s*){{0,{limit}}}").match(text).end()
+        assert _limit_end(text, rule_for(unspaced=False, max_tokens=limit)) == reference, (text, limit)

@@ -65,11 +65,11 @@ def read_articles(lines: Iterable[tuple[int, bytes]], report: FileReport) -> Ite
     """
     pending: _Pending | None = None
     for number, line in lines:
-        if not line.strip():
-            continue
         try:
             value = orjson.loads(line)
         except orjson.JSONDecodeError as error:
+            if not line.strip():  # checked only here: strip() copies every line
+                continue
             report.reject(number, MALFORMED_JSON, str(error))
             # With an action waiting, the broken line was its document; otherwise it
             # was (most likely) an action, and its document must not count twice.
@@ -122,7 +122,7 @@ def _article(document: dict, doc_id: str, number: int, report: FileReport) -> Ar
     if _is_redirect(document):
         report.skip(REDIRECT)
         return None
-    if not text.strip():
+    if not text or text.isspace():  # no strip(): it would copy every text
         report.skip(EMPTY_TEXT)
         return None
     report.keep()
