@@ -12,7 +12,8 @@ parts, like a split dump) and a Wikidata dump, then measures, wall clock:
 Every figure is the median of ``--runs`` runs (wall clock, start-up included); the
 CPU seconds of the docs job (driver and worker processes) are reported beside it,
 with the load average, since a busy machine slows the wall clock but not the CPU.
-``--reuse`` keeps a corpus generated earlier with the same size.
+``--reuse`` keeps a corpus generated earlier with the same size; ``--mode
+multi_threading`` runs the 2 workers as threads instead of processes.
 
 Usage: python bench/extract_bench.py [--docs 100000] [--parts 4] [--runs 3] [--reuse] [--out bench/out]
 """

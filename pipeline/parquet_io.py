@@ -21,7 +21,7 @@ LOW_CARDINALITY = ("lang", "dump_file", "source")
 # Min/max statistics only on the id columns readers filter on, not on the texts.
 STATISTICS = ("doc_id", "entity")
 # The article texts are most of the bytes. zstd (level 1) on them was 30% of the docs
-# job's CPU; lz4 cuts the job's CPU by a fifth for files 1.4x (prose) to 1.75x
+# job's CPU; lz4 cuts the job's CPU by a fifth for files 1.4x (English prose) to 1.75x
 # (the benchmark's text) as large. Every other column stays zstd.
 LZ4_COLUMNS = ("text", "text_full")
 
