@@ -45,7 +45,7 @@ from clirmatrix.pipeline.splits import SplitSettings
 
 LOG = logging.getLogger("clirmatrix")
 STAGES = ("extract_docs", "extract_sitelinks", "link", "retrieve", "label", "propagate", "write", "stats")
-_VERSIONED = ("clirmatrix", "apache-beam", "pyarrow", "numpy", "jenkspy", "bm25s", "PyStemmer", "orjson", "isal", "mwparserfromhell")
+_VERSIONED = ("clirmatrix", "apache-beam", "pyarrow", "numpy", "jenkspy", "numba", "PyStemmer", "orjson", "isal", "mwparserfromhell")
 
 
 @dataclass

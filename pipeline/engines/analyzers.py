@@ -1,0 +1,379 @@
+"""Text analyzers of the embedded engine, each the twin of an Elasticsearch analysis chain.
+
+PIPELINE.md section 4 wants the language's analyzer in the embedded engine and in
+Elasticsearch alike, so every analyzer here is a chain of Lucene components that
+Elasticsearch exposes, and ``Analyzer.spec`` writes that chain down:
+
+=============  ================================================  =========================================
+step           here (Python)                                     Elasticsearch (Lucene) twin
+=============  ================================================  =========================================
+lowercase      per code point: ``str.lower`` except that 'İ'     ``lowercase`` filter (LowerCaseFilter:
+               gives 'i' and 'Σ' always 'σ'                      ``Character.toLowerCase`` per code point)
+words          maximal runs of letters, marks and digits         ``pattern`` tokenizer, group 0,
+               (general categories L, M, N)                      ``[\\p{L}\\p{M}\\p{N}]+``
+bigrams        words, except that runs of an unspaced script     ``pattern`` tokenizer, group 1: a look-ahead
+               (``UNSPACED_BLOCKS``: Han, kana, Hangul, Thai,    captures a word, each two-letter window of a
+               Lao, Myanmar, Khmer, Tibetan) become overlapping  run, or a lone letter
+               two-letter tokens; a lone letter stays one        (``BIGRAM_PATTERN_JAVA``)
+length         drop tokens over 255 UTF-16 units (Lucene         ``length`` filter, max 255
+               rejects a document with an immense term)
+stop           drop listed words (``stopwords.STOPWORDS``)       ``stop`` filter, the same explicit list
+snowball       PyStemmer                                         ``snowball`` filter, ``language`` as named
+=============  ================================================  =========================================
+
+Lowercasing the whole text before tokenizing gives the same tokens as ES's order
+(tokenizer, then ``lowercase``) because the mapping never moves a character in or out
+of the classes above (a test checks every code point). Both sides read Unicode
+categories from their own runtime (Python 3.11: Unicode 14, JDK 21: Unicode 15), so
+characters assigned in between may split differently.
+
+Checked against Lucene 8.7's own PatternTokenizer, LengthFilter, LowerCaseFilter,
+StopFilter and SnowballFilter on 4,000 random mixed-script texts: the tokens of
+``plain``, ``bigram`` and every stop-list chain were identical, and so were the stems
+of arabic, armenian, basque, catalan, dutch, english, french, hungarian, irish,
+italian, lithuanian, portuguese, spanish and turkish. Snowball has changed since:
+danish, estonian, finnish, german (ß), norwegian, romanian (ş/ș), russian (ё) and
+swedish differed on some words, and Lucene 8.7 lacks greek, hindi, indonesian,
+nepali, serbian, tamil and yiddish. PyStemmer 3.x is Snowball 3 (which renamed the
+original Dutch stemmer ``dutch_porter`` and folded ``german2`` into ``german``);
+Elasticsearch 8 runs Lucene 9's Snowball 2, so its settings check must compare
+stems on real text per language.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+import unicodedata
+from dataclasses import dataclass, field
+
+import Stemmer
+
+from clirmatrix.pipeline.engines.stopwords import STOPWORDS
+
+MAX_TOKEN_UTF16 = 255
+STEM_CACHE = 0  # PyStemmer's own cache of stems: slower than stemming itself (measured)
+
+# Blocks of the scripts written without spaces between words (and Hangul, which the
+# CJK analyzers of Lucene also cut into bigrams). Only their letters, marks and
+# digits are bigrammed; the rest of a block (punctuation, symbols) separates tokens.
+UNSPACED_BLOCKS: tuple[tuple[int, int], ...] = (
+    (0x0E00, 0x0E7F),  # Thai
+    (0x0E80, 0x0EFF),  # Lao
+    (0x0F00, 0x0FFF),  # Tibetan
+    (0x1000, 0x109F),  # Myanmar
+    (0x1100, 0x11FF),  # Hangul Jamo
+    (0x1780, 0x17FF),  # Khmer
+    (0x19E0, 0x19FF),  # Khmer Symbols
+    (0x2E80, 0x2FDF),  # CJK Radicals Supplement, Kangxi Radicals
+    (0x3000, 0x303F),  # CJK Symbols and Punctuation (々 〆 〇 〻)
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x3100, 0x312F),  # Bopomofo
+    (0x3130, 0x318F),  # Hangul Compatibility Jamo
+    (0x3190, 0x31FF),  # Kanbun, Bopomofo Extended, CJK Strokes, Katakana Phonetic Extensions
+    (0x3200, 0x33FF),  # Enclosed CJK Letters and Months, CJK Compatibility
+    (0x3400, 0x4DBF),  # CJK Unified Ideographs Extension A
+    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
+    (0xA960, 0xA97F),  # Hangul Jamo Extended-A
+    (0xA9E0, 0xA9FF),  # Myanmar Extended-B
+    (0xAA60, 0xAA7F),  # Myanmar Extended-A
+    (0xAC00, 0xD7FF),  # Hangul Syllables, Hangul Jamo Extended-B
+    (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
+    (0xFF65, 0xFFDC),  # Halfwidth Katakana and Hangul
+    (0x1AFF0, 0x1B16F),  # Kana Extended-B, Kana Supplement, Kana Extended-A, Small Kana Extension
+    (0x20000, 0x3FFFF),  # Supplementary and Tertiary Ideographic Planes
+)
+
+_JAVA_WORD = r"\p{L}\p{M}\p{N}"
+_JAVA_BLOCKS = "".join(f"\\x{{{lo:X}}}-\\x{{{hi:X}}}" for lo, hi in UNSPACED_BLOCKS)
+_JAVA_SPACED = f"[{_JAVA_WORD}&&[^{_JAVA_BLOCKS}]]"
+_JAVA_UNSPACED = f"[{_JAVA_WORD}&&[{_JAVA_BLOCKS}]]"
+WORD_PATTERN_JAVA = f"[{_JAVA_WORD}]+"
+
+
+def lookahead_bigram_pattern(spaced: str, unspaced: str) -> str:
+    """The bigram tokenizer as one regex whose group 1 is each token, given two character classes.
+
+    A zero-width look-ahead captures a word, the bigram starting here, or a lone
+    letter. The rest consumes a whole word, or a run's last bigram with its final
+    letter, so no search starts inside a word or on a run's last letter. There is no
+    look-behind: Java checks one UTF-16 unit behind, which fails after supplementary
+    letters (measured against Lucene's PatternTokenizer).
+    """
+    s, u = spaced, unspaced
+    return f"(?=({s}+|{u}{u}|{u}))(?:{s}+|{u}{u}(?!{u})|{u}(?!{u}))?"
+
+
+BIGRAM_PATTERN_JAVA = lookahead_bigram_pattern(_JAVA_SPACED, _JAVA_UNSPACED)
+
+# Python's str.lower() is Unicode's full, contextual lowercasing; Lucene's is the
+# simple per-code-point mapping. They differ on two letters only.
+_LUCENE_LOWER = str.maketrans({"\u0130": "i", "\u03a3": "\u03c3"})
+
+
+def lucene_lowercase(text: str) -> str:
+    """Lowercase as Lucene's LowerCaseFilter does: 'İ' -> 'i', 'Σ' -> 'σ' even word-finally."""
+    if "\u0130" in text or "\u03a3" in text:
+        text = text.translate(_LUCENE_LOWER)
+    return text.lower()
+
+
+@functools.cache
+def word_ranges() -> tuple[tuple[int, int], ...]:
+    """Code point ranges of general categories L, M and N (Java's ``[\\p{L}\\p{M}\\p{N}]``)."""
+    ranges: list[tuple[int, int]] = []
+    start = -1
+    for cp in range(0x110000):
+        if unicodedata.category(chr(cp))[0] in "LMN":
+            if start < 0:
+                start = cp
+        elif start >= 0:
+            ranges.append((start, cp - 1))
+            start = -1
+    if start >= 0:
+        ranges.append((start, 0x10FFFF))
+    return tuple(ranges)
+
+
+def _intersect(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
+    out = []
+    for lo, hi in a:
+        for blo, bhi in b:
+            if blo <= hi and lo <= bhi:
+                out.append((max(lo, blo), min(hi, bhi)))
+    return sorted(out)
+
+
+def _subtract(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
+    out = []
+    for lo, hi in a:
+        pieces = [(lo, hi)]
+        for blo, bhi in b:
+            pieces = [p for plo, phi in pieces for p in ((plo, min(phi, blo - 1)), (max(plo, bhi + 1), phi)) if p[0] <= p[1]]
+        out.extend(pieces)
+    return sorted(out)
+
+
+def char_class(ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> str:
+    """A Python regex character class body for code point ranges."""
+    return "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges)
+
+
+def _bmp(ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
+    return [(lo, min(hi, 0xFFFF)) for lo, hi in ranges if lo <= 0xFFFF]
+
+
+@functools.cache
+def token_classes() -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Code point ranges of the letters of spaced scripts and of unspaced scripts."""
+    words = word_ranges()
+    return _subtract(words, UNSPACED_BLOCKS), _intersect(words, UNSPACED_BLOCKS)
+
+
+# Each tokenizer has two regexes: one for text within the Basic Multilingual Plane,
+# whose character classes Python compiles to bitmaps (3-10x faster), and one for all.
+_SUPPLEMENTARY = re.compile("[\U00010000-\U0010FFFF]")
+
+
+@functools.cache
+def _word_regexes() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    words = word_ranges()
+    return re.compile(f"[{char_class(_bmp(words))}]+"), re.compile(f"[{char_class(words)}]+")
+
+
+@functools.cache
+def _bigram_regexes() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    spaced, unspaced = token_classes()
+    return (
+        re.compile(f"([{char_class(_bmp(spaced))}]+)|([{char_class(_bmp(unspaced))}]+)"),
+        re.compile(f"([{char_class(spaced)}]+)|([{char_class(unspaced)}]+)"),
+    )
+
+
+def _pick(regexes: tuple[re.Pattern[str], re.Pattern[str]], text: str) -> re.Pattern[str]:
+    return regexes[0] if text.isascii() or not _SUPPLEMENTARY.search(text) else regexes[1]
+
+
+def word_tokens(text: str) -> list[str]:
+    """Maximal runs of letters, marks and digits."""
+    return _pick(_word_regexes(), text).findall(text)
+
+
+def bigram_tokens(text: str) -> list[str]:
+    """Words of spaced scripts; overlapping bigrams (or a lone letter) of unspaced runs."""
+    tokens: list[str] = []
+    for spaced, run in _pick(_bigram_regexes(), text).findall(text):
+        if spaced:
+            tokens.append(spaced)
+        elif len(run) == 1:
+            tokens.append(run)
+        else:
+            tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return tokens
+
+
+def _utf16_length(token: str) -> int:
+    return len(token) + sum(1 for c in token if ord(c) > 0xFFFF)
+
+
+_TOKENIZERS = {"words": word_tokens, "bigrams": bigram_tokens}
+_STEMMERS = threading.local()  # PyStemmer objects are not thread-safe: one per thread
+
+
+def _stemmer(algorithm: str) -> Stemmer.Stemmer:
+    cache = _STEMMERS.__dict__
+    stemmer = cache.get(algorithm)
+    if stemmer is None:
+        stemmer = cache[algorithm] = Stemmer.Stemmer(algorithm, STEM_CACHE)
+    return stemmer
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    """A callable ``text -> tokens``; ``spec`` is its Elasticsearch twin.
+
+    ``name`` names the chain (``english``, ``plain``, ``bigram``), not a language:
+    several languages may share one.
+    """
+
+    name: str
+    tokenizer: str = "words"
+    stopwords: tuple[str, ...] = ()
+    stemmer: str | None = None  # PyStemmer algorithm
+    es_stemmer: str | None = None  # Elasticsearch ``snowball`` filter language
+    _stopset: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.tokenizer not in _TOKENIZERS:
+            raise ValueError(f"unknown tokenizer {self.tokenizer!r}; choose from {sorted(_TOKENIZERS)}")
+        if (self.stemmer is None) != (self.es_stemmer is None):
+            raise ValueError("a stemmer needs both its PyStemmer and its Elasticsearch name")
+        object.__setattr__(self, "_stopset", frozenset(self.stopwords))
+
+    def __call__(self, text: str) -> list[str]:
+        tokens = _TOKENIZERS[self.tokenizer](lucene_lowercase(text))
+        if tokens and max(map(len, tokens)) > MAX_TOKEN_UTF16 // 2:
+            tokens = [t for t in tokens if _utf16_length(t) <= MAX_TOKEN_UTF16]
+        if self._stopset:
+            stop = self._stopset
+            tokens = [t for t in tokens if t not in stop]
+        if self.stemmer is not None and tokens:
+            tokens = _stemmer(self.stemmer).stemWords(tokens)
+        return tokens
+
+    @property
+    def spec(self) -> dict:
+        """The chain in Elasticsearch's vocabulary: ``{"tokenizer": {...}, "filter": [...]}``."""
+        if self.tokenizer == "words":
+            tokenizer = {"type": "pattern", "pattern": WORD_PATTERN_JAVA, "group": 0}
+        else:
+            tokenizer = {"type": "pattern", "pattern": BIGRAM_PATTERN_JAVA, "group": 1}
+        filters: list[dict] = [{"type": "length", "min": 0, "max": MAX_TOKEN_UTF16}, {"type": "lowercase"}]
+        if self.stopwords:
+            filters.append({"type": "stop", "stopwords": list(self.stopwords), "ignore_case": False})
+        if self.es_stemmer is not None:
+            filters.append({"type": "snowball", "language": self.es_stemmer})
+        return {"name": self.name, "tokenizer": tokenizer, "filter": filters}
+
+
+# Chains with a stop list and/or a Snowball stemmer:
+# name -> (stop list, PyStemmer algorithm, Elasticsearch snowball language).
+# A stemmer is used only where both PyStemmer and Lucene 9 (ES 8) have it.
+_CHAINS: dict[str, tuple[str | None, str | None, str | None]] = {
+    "arabic": ("ar", "arabic", "Arabic"),
+    "armenian": ("hy", "armenian", "Armenian"),
+    "basque": ("eu", "basque", "Basque"),
+    "bengali": ("bn", None, None),
+    "bulgarian": ("bg", None, None),
+    "catalan": ("ca", "catalan", "Catalan"),
+    "czech": ("cs", None, None),
+    "danish": ("da", "danish", "Danish"),
+    "dutch": ("nl", "dutch_porter", "Dutch"),
+    "english": ("en", "english", "English"),
+    "estonian": ("et", "estonian", "Estonian"),
+    "finnish": ("fi", "finnish", "Finnish"),
+    "french": ("fr", "french", "French"),
+    "galician": ("gl", None, None),
+    "german": ("de", "german", "German2"),
+    "greek": ("el", "greek", "Greek"),
+    "hindi": ("hi", "hindi", "Hindi"),
+    "hungarian": ("hu", "hungarian", "Hungarian"),
+    "indonesian": ("id", "indonesian", "Indonesian"),
+    "irish": ("ga", "irish", "Irish"),
+    "italian": ("it", "italian", "Italian"),
+    "latvian": ("lv", None, None),
+    "lithuanian": ("lt", "lithuanian", "Lithuanian"),
+    "nepali": (None, "nepali", "Nepali"),
+    "norwegian": ("no", "norwegian", "Norwegian"),
+    "persian": ("fa", None, None),
+    "polish": ("pl", None, None),
+    "portuguese": ("pt", "portuguese", "Portuguese"),
+    "romanian": ("ro", "romanian", "Romanian"),
+    "russian": ("ru", "russian", "Russian"),
+    "serbian": (None, "serbian", "Serbian"),
+    "sorani": ("ckb", None, None),
+    "spanish": ("es", "spanish", "Spanish"),
+    "swedish": ("sv", "swedish", "Swedish"),
+    "tamil": (None, "tamil", "Tamil"),
+    "turkish": ("tr", "turkish", "Turkish"),
+    "yiddish": (None, "yiddish", "Yiddish"),
+}
+
+# THE table: which analyzer each language gets. "plain" = words + lowercase only,
+# "bigram" = bigrams + lowercase only; other names are the chains above. It covers
+# the 139 BI-139 languages (PIPELINE.md section 11) and a few unspaced others;
+# a language missing here gets "plain".
+LANGUAGE_ANALYZERS: dict[str, str] = {
+    # Snowball stemmer (and the language's Lucene stop list where Lucene has one)
+    "ar": "arabic", "ca": "catalan", "da": "danish", "de": "german", "el": "greek", "en": "english",
+    "es": "spanish", "et": "estonian", "eu": "basque", "fi": "finnish", "fr": "french", "ga": "irish",
+    "hi": "hindi", "hu": "hungarian", "hy": "armenian", "id": "indonesian", "it": "italian",
+    "lt": "lithuanian", "ne": "nepali", "nl": "dutch", "no": "norwegian", "pt": "portuguese",
+    "ro": "romanian", "ru": "russian", "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish",
+    "simple": "english",  # Simple English Wikipedia
+    # Serbo-Croatian standards share Serbian's inflection; Snowball's Serbian reads both scripts
+    "sr": "serbian", "sh": "serbian", "hr": "serbian", "bs": "serbian",
+    # Lucene stop list, no Snowball stemmer in Lucene 9
+    "bg": "bulgarian", "bn": "bengali", "ckb": "sorani", "cs": "czech", "fa": "persian", "gl": "galician",
+    "lv": "latvian", "pl": "polish",
+    # unspaced scripts (and Korean, as Lucene's CJK analyzer does)
+    "zh": "bigram", "ja": "bigram", "ko": "bigram", "th": "bigram", "my": "bigram", "wuu": "bigram",
+    "lo": "bigram", "km": "bigram", "bo": "bigram", "gan": "bigram", "zh-yue": "bigram", "yue": "bigram",
+    "zh-classical": "bigram", "lzh": "bigram",
+    # the rest of BI-139: tokenize and lowercase only
+    **dict.fromkeys(
+        """af als am an arz ast az azb ba bar be bpy br bug cdo ce ceb cv cy diq eml eo fo fy gd gu he hsb
+        ht ia ilo io is jv ka kk kn ku ky la lb li lmo mai mg mhr min mk ml mn mr mrj ms mzn nap nds new nn
+        oc or os pa pms pnb ps qu sa sah scn sco sd si sk sl sq su sw szl te tg tl tt uk ur uz vec vi vo wa
+        war xmf yo""".split(),
+        "plain",
+    ),
+}
+
+
+@functools.cache
+def analyzer_named(name: str) -> Analyzer:
+    """The analyzer of a chain name (``plain``, ``bigram``, ``english``, ...)."""
+    if name == "plain":
+        return Analyzer("plain")
+    if name == "bigram":
+        return Analyzer("bigram", tokenizer="bigrams")
+    if name not in _CHAINS:
+        raise ValueError(f"unknown analyzer {name!r}; choose from {', '.join(analyzer_names())}")
+    stop, stemmer, es_stemmer = _CHAINS[name]
+    return Analyzer(name, stopwords=STOPWORDS[stop] if stop else (), stemmer=stemmer, es_stemmer=es_stemmer)
+
+
+def analyzer_names() -> list[str]:
+    return ["plain", "bigram", *sorted(_CHAINS)]
+
+
+def analyzer_for(lang: str) -> Analyzer:
+    """The analyzer of a Wikipedia language code; ``plain`` for languages not in the table."""
+    return analyzer_named(LANGUAGE_ANALYZERS.get(lang, "plain"))
+
+
+def plain_analyzer() -> Analyzer:
+    """Standard tokenization and lowercasing only."""
+    return analyzer_named("plain")

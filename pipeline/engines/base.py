@@ -1,0 +1,65 @@
+"""The contract every retrieval engine keeps (PIPELINE.md section 4).
+
+An engine indexes one language's documents, each with a ``title`` and a ``text``
+field, and answers batches of queries with the top ``k`` documents by BM25 over
+both fields (``multi_match`` on ``["title^2", "text"]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
+
+import numpy as np
+
+COMBINATIONS = ("best_fields", "most_fields")
+
+
+@dataclass(frozen=True)
+class Bm25Settings:
+    """BM25 parameters (the paper's footnote 9) and how the two fields' scores combine.
+
+    ``best_fields``: a document's score is the larger of its title and text scores
+    (Elasticsearch ``multi_match`` default, tie_breaker 0); ``most_fields``: their sum.
+    """
+
+    k1: float = 1.2
+    b: float = 0.3
+    title_boost: float = 2.0
+    combine: str = "best_fields"
+
+    def __post_init__(self) -> None:
+        if self.combine not in COMBINATIONS:
+            raise ValueError(f"combine must be one of {COMBINATIONS}, not {self.combine!r}")
+        if not (np.isfinite(self.k1) and self.k1 >= 0):
+            raise ValueError(f"k1 must be a non-negative finite number, not {self.k1!r}")
+        if not 0 <= self.b <= 1:
+            raise ValueError(f"b must be between 0 and 1, not {self.b!r}")
+        if not (np.isfinite(self.title_boost) and self.title_boost > 0):
+            raise ValueError(f"title_boost must be positive, not {self.title_boost!r}")
+
+
+class Hits(NamedTuple):
+    """One query's results, best first; equal scores in ascending document position."""
+
+    positions: np.ndarray  # int32 indexes into the engine's doc_ids
+    scores: np.ndarray  # float32, descending
+
+
+
+
+def empty_hits() -> Hits:
+    """No results: a query with no tokens, or whose tokens no document has."""
+    return Hits(np.zeros(0, np.int32), np.zeros(0, np.float32))
+
+# One batch of documents, in index order: (doc_ids, titles, texts).
+DocBatch = tuple[Sequence[str], Sequence[str], Sequence[str]]
+
+
+class Engine(Protocol):
+    doc_ids: Sequence[str]
+
+    def index(self, batches: Iterable[DocBatch]) -> None: ...
+
+    def search(self, queries: Sequence[str], k: int = 100) -> list[Hits]: ...
