@@ -235,3 +235,16 @@ def test_label_stage_gives_a_query_without_hits_its_own_article():
     table = label_block(np.array([1, 1], np.int32), np.array([4, 1], np.int32), np.array([3.0, 2.0], np.float32), 0, 3)
     rows = list(zip(*(table.column(name).to_pylist() for name in ("query", "doc", "label"))))
     assert rows == [(0, 0, 6), (1, 4, 5), (1, 1, 6), (2, 2, 6)]
+
+
+def test_validate_command_exit_codes(built, tmp_path, capsys):
+    from clirmatrix.pipeline.cli import main
+
+    out, _, _ = built
+    assert main(["validate", str(out), "--train-size", str(TRAIN), "--eval-size", str(EVAL)]) == 0
+    broken = tmp_path / "broken"
+    shutil.copytree(out / "MULTI-8", broken / "MULTI-8")
+    (broken / "MULTI-8" / "en" / "en.de.dev.jl.gz").write_bytes(gzip.compress(b'{"src_id": 5, "src_query": "x", "tgt_results": []}\n'))
+    assert main(["validate", str(broken), "--train-size", str(TRAIN), "--eval-size", str(EVAL)]) == 1
+    captured = capsys.readouterr()
+    assert "malformed" in captured.err and "multi8-alignment" in captured.err  # the rules broken, in the table
