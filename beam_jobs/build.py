@@ -55,7 +55,8 @@ class BuildResult:
     out: str
     work: str
     summaries: dict[str, dict]
-    stage_seconds: dict[str, float | None]
+    stage_seconds: dict[str, float | None]  # as recorded when each stage last ran
+    skipped: list[str]  # stages this run found up to date
     notes: list[str]
 
 
@@ -99,7 +100,7 @@ def input_checksums(inputs: Sequence[dict], dumps_dir: str, work_dir: str) -> li
     for entry in inputs:
         key = f"{entry['path']}|{entry['size']}|{entry['mtime']}"
         if key not in cache:
-            LOG.info("checksum of %s", entry["path"])
+            LOG.debug("checksum of %s", entry["path"])
             cache[key], computed = _md5(fileio.join(dumps_dir, entry["path"])), True
         described.append({"path": entry["path"], "size": entry["size"], "md5": cache[key]})
     if computed:
@@ -175,7 +176,7 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
     }
     fileio.write_json(fileio.join(config.out, layout.MANIFEST), manifest)
     seconds = {name: log.seconds(name) for name in STAGES}
-    return BuildResult(config.out, work.root, summaries, seconds, found.notes)
+    return BuildResult(config.out, work.root, summaries, seconds, log.skipped, found.notes)
 
 
 def _counts(summaries: dict[str, dict]) -> dict:

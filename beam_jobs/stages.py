@@ -35,6 +35,7 @@ class StageLog:
 
     def __init__(self, work_dir: str) -> None:
         self.dir = fileio.join(work_dir, STAGES_DIR)
+        self.skipped: list[str] = []  # stages this run found up to date
 
     def _path(self, name: str) -> str:
         return fileio.join(self.dir, f"{name}.json")
@@ -52,6 +53,7 @@ class StageLog:
         summary = None if force else self.finished(name, stage_key)
         if summary is not None:
             LOG.info("%s: up to date, skipped", name)
+            self.skipped.append(name)
             return summary
         LOG.info("%s: running", name)
         started = time.perf_counter()

@@ -171,7 +171,11 @@ def _print_build_summary(result) -> None:
     for name, counts in sorted(result.summaries["write"]["sets"].items()):
         sets.add_row(name, f"{counts['files']:,}", f"{counts['lines']:,}", f"{counts['bytes'] / 1e6:,.1f}")
     console.print(sets)
-    timing = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in result.stage_seconds.items() if seconds is not None)
+    timing = ", ".join(
+        f"{name} {seconds:.1f}s" + (" (earlier run; up to date)" if name in result.skipped else "")
+        for name, seconds in result.stage_seconds.items()
+        if seconds is not None
+    )
     console.print(f"stages: {timing}")
     for note in result.notes:
         console.print(f"[yellow]note[/] {note}")

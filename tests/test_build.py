@@ -175,7 +175,7 @@ def test_stats_counted_while_writing_equal_a_count_of_the_files(built, tmp_path)
 
 
 def test_same_inputs_give_byte_identical_output_and_a_rerun_skips_every_stage(built, world8, tmp_path):
-    from clirmatrix.beam_jobs.build import run_build
+    from clirmatrix.beam_jobs.build import STAGES, run_build
 
     out, first, _ = built
     dumps, _ = world8
@@ -186,8 +186,9 @@ def test_same_inputs_give_byte_identical_output_and_a_rerun_skips_every_stage(bu
     assert mine == theirs
 
     records = {p.name: p.stat().st_mtime_ns for p in (other / ".work" / "_stages").glob("*.json")}
-    run_build(_config(dumps, other))
+    rerun = run_build(_config(dumps, other))
     assert {p.name: p.stat().st_mtime_ns for p in (other / ".work" / "_stages").glob("*.json")} == records
+    assert rerun.skipped == list(STAGES)
 
 
 def test_a_new_seed_reruns_only_what_depends_on_it(world8, built, tmp_path):
