@@ -92,6 +92,7 @@ class RetrieveLanguage(beam.DoFn):
             (batch.column("doc_id").to_pylist(), batch.column("title").to_pylist(), batch.column("text").to_pylist())
             for batch in iter_doc_batches(work, lang, ["doc_id", "title", "text"])
         )
+        engine.search(["warm up"], self.settings.k)  # numba loads its kernels once: not part of the search rate
         indexed = time.perf_counter()
         queries = no_hits = 0
         path = fileio.join(self.out_dir, f"{lang}.parquet")
