@@ -249,3 +249,31 @@ def test_validate_command_exit_codes(built, tmp_path, capsys):
     assert main(["validate", str(broken), "--train-size", str(TRAIN), "--eval-size", str(EVAL)]) == 1
     captured = capsys.readouterr()
     assert "malformed" in captured.err and "multi8-alignment" in captured.err  # the rules broken, in the table
+
+
+def test_a_killed_build_resumes_and_two_workers_write_the_same_bytes(built, world8, tmp_path, monkeypatch):
+    from clirmatrix.beam_jobs import write_release
+    from clirmatrix.beam_jobs.build import run_build
+
+    out, _, _ = built
+    dumps, _ = world8
+    again = tmp_path / "killed"
+    real_write_docs = write_release.write_docs
+
+    def dies_on_zh(out_root, work_root, lang):
+        if lang == "zh":
+            raise KeyboardInterrupt("killed while writing DOCS/zh")
+        return real_write_docs(out_root, work_root, lang)
+
+    monkeypatch.setattr(write_release, "write_docs", dies_on_zh)
+    with pytest.raises(BaseException, match="killed"):
+        run_build(_config(dumps, again))
+    assert not any(p.name.startswith(".") and ".tmp-" in p.name for p in again.rglob("*"))  # no half-written file left
+    assert not (again / layout.INDEX).exists()
+    monkeypatch.setattr(write_release, "write_docs", real_write_docs)
+
+    resumed = run_build(_config(dumps, again, workers=2))
+    assert resumed.skipped == ["extract_docs", "extract_sitelinks", "link", "retrieve", "label", "propagate"]
+    mine, theirs = _released(out), _released(again)
+    mine.pop(layout.MANIFEST), theirs.pop(layout.MANIFEST)
+    assert mine == theirs
