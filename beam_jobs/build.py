@@ -18,9 +18,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import logging
+import os
 import platform
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from importlib import metadata
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -111,8 +112,9 @@ def input_checksums(inputs: Sequence[dict], dumps_dir: str, work_dir: str) -> li
 def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult:
     """Run (or resume) every stage; raises NoDumpsError when nothing usable is found."""
     config = config.check()
-    retrieval = RetrievalSettings(config.engine, config.k, Bm25Settings(config.k1, config.b, config.title_boost, config.combine), config.threads)
-    check_engine(retrieval)
+    bm25 = Bm25Settings(config.k1, config.b, config.title_boost, config.combine)
+    retrieval = RetrievalSettings(config.engine, config.k, bm25, config.threads, config.es_url or os.environ.get("CLIRMATRIX_ES_URL", ""))
+    check_engine(retrieval, config.langs)
     work, version = WorkDirs(config.work_dir), metadata.version("clirmatrix")
     log = StageLog(work.root)
     workers = config.workers or None
@@ -141,6 +143,7 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
     )
 
     keys["retrieve"] = fingerprint("retrieve", keys["extract_docs"], retrieval.fingerprint_parts())
+    retrieval = replace(retrieval, docs_key=keys["extract_docs"])
     summaries["retrieve"] = log.run("retrieve", keys["retrieve"], lambda: run_retrieve(work.root, langs, retrieval, beam_args, workers))
     keys["label"] = fingerprint("label", keys["retrieve"])
     summaries["label"] = log.run("label", keys["label"], lambda: run_label(work.root, beam_args, workers))

@@ -41,30 +41,52 @@ class RetrievalSettings:
     k: int = 100
     bm25: Bm25Settings = field(default_factory=Bm25Settings)
     threads: int = 1
+    es_url: str = ""  # one URL for every language, or "en=URL,de=URL" (one node per language)
+    docs_key: str = ""  # fingerprint of the documents: an Elasticsearch index holding them is reused
 
     def fingerprint_parts(self) -> dict:
-        """What changes the results (not ``threads``)."""
+        """What changes the results (not ``threads``, nor where the cluster is)."""
         return {"engine": self.engine, "k": self.k, "bm25": asdict(self.bm25)}
 
+    def es_url_for(self, lang: str) -> str:
+        if "=" not in self.es_url:
+            return self.es_url
+        urls = dict(item.split("=", 1) for item in self.es_url.split(",") if item)
+        if lang not in urls:
+            raise ConfigError(f"--es-url names no Elasticsearch for {lang} (it has {', '.join(sorted(urls))})")
+        return urls[lang]
 
-AVAILABLE_ENGINES = ("embedded",)
+
+ENGINES = ("embedded", "elasticsearch")
 
 
-def check_engine(settings: RetrievalSettings) -> None:
-    """Fail before any work starts when the engine cannot run here."""
-    if settings.engine not in AVAILABLE_ENGINES:
-        raise ConfigError(f"engine {settings.engine!r} is not available in this version; use --engine embedded")
+def check_engine(settings: RetrievalSettings, langs: Sequence[str] = ()) -> None:
+    """Fail before any work starts when the engine cannot run: unknown, or a cluster that does not answer."""
+    if settings.engine not in ENGINES:
+        raise ConfigError(f"unknown engine {settings.engine!r}; choose from {', '.join(ENGINES)}")
+    if settings.engine == "elasticsearch":
+        if not settings.es_url:
+            raise ConfigError("--engine elasticsearch needs --es-url (or CLIRMATRIX_ES_URL); start the nodes with `docker compose up -d`")
+        from clirmatrix.pipeline.engines.elastic import connect, with_retries
+
+        for lang in langs:
+            settings.es_url_for(lang)  # every language has a node
+        urls = [item.split("=", 1)[-1] for item in settings.es_url.split(",") if item]
+        for url in sorted(set(urls)):
+            with_retries(connect(url, timeout=10).info, url, "cluster check", retries=2)
 
 
 def make_engine(settings: RetrievalSettings, lang: str):
     """A fresh engine for one language."""
-    check_engine(settings)
-    if settings.engine == "embedded":
-        from clirmatrix.pipeline.engines.analyzers import analyzer_for
-        from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
+    if settings.engine == "elasticsearch":
+        from clirmatrix.pipeline.engines.elastic import ElasticsearchEngine, connect
 
-        return EmbeddedEngine(analyzer_for(lang), settings.bm25, threads=settings.threads)
-    raise ConfigError(f"engine {settings.engine!r} is not available in this version; use --engine embedded")
+        url = settings.es_url_for(lang)
+        return ElasticsearchEngine(connect(url), url, lang, settings.bm25, fingerprint=f"{settings.docs_key}:{lang}" if settings.docs_key else "")
+    from clirmatrix.pipeline.engines.analyzers import analyzer_for
+    from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
+
+    return EmbeddedEngine(analyzer_for(lang), settings.bm25, threads=settings.threads)
 
 
 def hits_table(query_start: int, hits: Sequence) -> pa.Table:
@@ -121,7 +143,7 @@ class RetrieveLanguage(beam.DoFn):
 
 def run_retrieve(work_root: str, langs: Sequence[str], settings: RetrievalSettings, beam_args: Sequence[str] = (), workers: int | None = None) -> dict:
     """Search every language's titles; returns per-language counts and speeds."""
-    check_engine(settings)
+    check_engine(settings, langs)
     out_dir = WorkDirs(work_root).stage("retrieval")
     common.start_stage(out_dir)
     stages.run_units("RetrieveLanguage", sorted(langs), RetrieveLanguage(work_root, out_dir, settings), beam_args, workers)

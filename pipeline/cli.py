@@ -114,7 +114,7 @@ def _print_extract_summary(result, out_dir: str) -> None:
     console.print(f"[green]done[/]: Parquet in {out_dir}/docs, {out_dir}/sitelinks, {out_dir}/entity_docs")
 
 
-_BUILD_FLAGS = ("dumps", "out", "work", "langs", "multi_langs", "seed", "min_docs", "train_size", "eval_size", "eval_fraction", "engine", "k1", "b", "combine", "source", "max_bad_fraction", "base_url", "workers", "threads")
+_BUILD_FLAGS = ("dumps", "out", "work", "langs", "multi_langs", "seed", "min_docs", "train_size", "eval_size", "eval_fraction", "engine", "k1", "b", "combine", "source", "max_bad_fraction", "base_url", "es_url", "workers", "threads")
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
@@ -136,6 +136,7 @@ _BUILD_FLAGS = ("dumps", "out", "work", "langs", "multi_langs", "seed", "min_doc
 @click.option("--source", type=click.Choice(["auto", "cirrus", "xml"]), default=None, help="Which dump kind to read documents from [default: auto].")
 @click.option("--max-bad-fraction", type=click.FloatRange(0, 1), default=None, help="Fail when more input than this is bad [default: 0.001].")
 @click.option("--base-url", default=None, help="URL prefix written into downloads.json.gz (default: relative paths).")
+@click.option("--es-url", default=None, help="Elasticsearch for --engine elasticsearch: one URL, or en=URL,de=URL [default: $CLIRMATRIX_ES_URL].")
 @click.option("--workers", type=click.IntRange(min=0), default=None, help="Local worker processes (default: one per unit, up to the cores).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Search threads per worker [default: 1].")
 @click.pass_context
@@ -254,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     from clirmatrix.beam_jobs.extract import NoDumpsError
     from clirmatrix.pipeline.badinput import TooManyBadRecords
     from clirmatrix.pipeline.config import ConfigError
+    from clirmatrix.pipeline.engines.elastic import ClusterRequestError, ClusterUnreachableError
 
     try:
         code = cli.main(args=argv, prog_name="clirmatrix", standalone_mode=False)
@@ -263,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as error:
         error.show()
         return error.exit_code
-    except (TooManyBadRecords, NoDumpsError, IncompleteStageError, ConfigError, FileNotFoundError, ValueError) as error:
+    except (TooManyBadRecords, NoDumpsError, IncompleteStageError, ConfigError, ClusterUnreachableError, ClusterRequestError, FileNotFoundError, ValueError) as error:
         console.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
         return 2
     return code if isinstance(code, int) else 0

@@ -57,6 +57,7 @@ class BuildConfig:
     source: str = "auto"
     max_bad_fraction: float = 0.001
     base_url: str = ""
+    es_url: str = ""  # Elasticsearch: one URL, or "en=URL,de=URL"; default $CLIRMATRIX_ES_URL
     workers: int = 0  # 0: one per unit of work, up to the number of cores
     threads: int = 1  # search threads inside one worker
 

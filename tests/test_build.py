@@ -220,12 +220,21 @@ def test_build_command_with_a_config_file_and_a_missing_language(world8, tmp_pat
     assert all(len(entry["md5"]) == 32 for entry in manifest["inputs"])
 
 
-def test_unavailable_engine_is_a_clear_error(world8, tmp_path, capsys):
+def test_elasticsearch_without_a_cluster_is_a_clear_error_before_any_work(world8, tmp_path, capsys, monkeypatch):
+    import socket
+
     from clirmatrix.pipeline.cli import main
 
+    pytest.importorskip("elasticsearch", reason="the es extra is not installed")
+    monkeypatch.delenv("CLIRMATRIX_ES_URL", raising=False)
     dumps, _ = world8
-    assert main(["build", "--dumps", str(dumps), "--out", str(tmp_path / "o"), "--engine", "elasticsearch"]) == 2
-    assert "not available" in capsys.readouterr().err
+    args = ["build", "--dumps", str(dumps), "--out", str(tmp_path / "o"), "--engine", "elasticsearch"]
+    assert main(args) == 2 and "needs --es-url" in capsys.readouterr().err
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    assert main(args + ["--es-url", url]) == 2
+    assert url in capsys.readouterr().err and not (tmp_path / "o").exists()
 
 
 def test_label_stage_gives_a_query_without_hits_its_own_article():
