@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -42,6 +43,7 @@ class FakeCluster:
 
     def __init__(self) -> None:
         self.routes: dict[tuple[str, str], list[tuple[int, dict | None]]] = {}
+        self.delays: list[float] = []  # seconds to wait before answering the next requests
         self.requests: list[tuple[str, str, bytes]] = []
         cluster = self
 
@@ -53,6 +55,8 @@ class FakeCluster:
                 cluster.requests.append((self.command, path, body))
                 script = cluster.routes.get((self.command, path)) or [(404, {"error": {"type": "index_not_found_exception", "reason": "no such index"}, "status": 404})]
                 status, answer = script.pop(0) if len(script) > 1 else script[0]
+                if cluster.delays:
+                    time.sleep(cluster.delays.pop(0))
                 payload = b"" if answer is None or self.command == "HEAD" else json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("X-Elastic-Product", "Elasticsearch")
@@ -99,6 +103,17 @@ def test_busy_answers_are_retried_with_backoff_and_ties_come_in_position_order(c
     sent = [json.loads(line) for line in cluster.requests[-1][2].decode().splitlines()]
     assert sent[0] == {"index": "clirmatrix-en"}
     assert sent[1]["query"]["multi_match"] == {"query": "Paris", "fields": ["title^2", "text"], "type": "best_fields"}
+
+
+def test_a_timeout_is_retried_and_queries_go_in_batches(cluster):
+    cluster.routes[("POST", "/_msearch")] = [(200, {"took": 1, "responses": [_search_response([("1", 1.0)])] * 2})]
+    cluster.delays = [2.0]  # the first answer comes after the client's 1 s timeout
+    sleeps: list[float] = []
+    engine = ElasticsearchEngine(connect(cluster.url, timeout=1), cluster.url, "en", sleep=sleeps.append, batch_size=2)
+    hits = engine.search(["a", "b", "c", "d"])
+    assert sleeps == [0.5] and [h.positions.tolist() for h in hits] == [[1]] * 4
+    batches = [body for method, path, body in cluster.requests if path == "/_msearch"]
+    assert len(batches) == 3 and all(len(body.decode().splitlines()) == 4 for body in batches)
 
 
 def test_a_busy_search_inside_msearch_is_retried_too(cluster):
@@ -174,3 +189,79 @@ def test_live_cluster_agrees_with_the_embedded_engine():
         assert np.allclose(ours.scores, theirs.scores, rtol=1e-5)
         cut = ours.scores[-1] if len(ours.scores) == 100 else -1  # tie-aware: the documents above the last score agree
         assert set(ours.positions[ours.scores > cut].tolist()) == set(theirs.positions[theirs.scores > cut].tolist())
+
+
+def _h(positions, scores) -> "Hits":
+    from clirmatrix.pipeline.engines.base import Hits
+
+    return Hits(np.array(positions, dtype=np.int32), np.array(scores, dtype=np.float32))
+
+
+def test_compare_counts_overlap_top1_ties_and_score_differences():
+    from clirmatrix.pipeline.engines.compare import compare_hits
+
+    same = compare_hits([_h([1, 2, 3], [3, 2, 1])], [_h([1, 2, 3], [3, 2, 1])], k=3)
+    assert same["overlap@3"] == same["top1_agreement"] == same["tie_aware_agreement"] == 1.0 and same["max_relative_score_difference"] == 0
+    # Documents 3 and 4 tie at the cut: a different pick there is no disagreement.
+    tie = compare_hits([_h([1, 2, 3, 4], [3, 2, 1, 1])], [_h([1, 2, 4, 3], [3, 2, 1, 1])], k=3)
+    assert tie["overlap@3"] == pytest.approx(2 / 3) and tie["tie_aware_agreement"] == 1.0
+    apart = compare_hits([_h([1, 2], [2.0, 1.0])], [_h([2, 1], [2.2, 1.0])], k=3)
+    assert apart["top1_agreement"] == 0.0 and apart["tie_aware_agreement"] == 1.0
+    assert apart["max_relative_score_difference"] == pytest.approx(1.2, rel=1e-5)  # document 2: |1.0 - 2.2| / 1.0
+    with pytest.raises(ValueError, match="same queries"):
+        compare_hits([_h([1], [1.0])], [], k=3)
+
+
+def test_compare_command_names_an_unreachable_cluster(tmp_path, capsys):
+    from clirmatrix.pipeline.cli import main
+
+    (tmp_path / "c.jsonl").write_text('{"id": "a", "title": "Paris", "text": "capital"}\n')
+    (tmp_path / "q.tsv").write_text("q1\tParis\n")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    args = ["engines", "compare", "--lang", "en", "--corpus", str(tmp_path / "c.jsonl"), "--queries", str(tmp_path / "q.tsv"), "--es-url", url]
+    assert main(args) == 2 and "docker compose up" in capsys.readouterr().err
+
+
+SCRIPT_SAMPLES = {
+    "en": "The Running Bridges of Paris, 1889-1900: ÉTÉ and naïve café!",
+    "de": "Die Straßen Münchens und die Größe der Bäume",
+    "ru": "Ёлки и Москва: столица России, реки и мосты",
+    "ar": "القاهرة هي عاصمة مصر وأكبر مدنها",
+    "zh": "北京是中华人民共和国的首都，也是政治中心。",
+    "ja": "東京は日本の首都であり、カタカナとひらがなを使う。",
+    "ko": "서울은 대한민국의 수도이다",
+    "th": "กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย",
+    "hi": "नई दिल्ली भारत की राजधानी है",
+    "el": "Η Αθήνα είναι η πρωτεύουσα της Ελλάδας ΟΔΟΣ",
+}
+
+
+@pytest.mark.skipif(not os.environ.get("CLIRMATRIX_ES_URL"), reason="needs a live Elasticsearch: set CLIRMATRIX_ES_URL (e.g. after docker compose up -d)")
+@pytest.mark.parametrize("lang", sorted(SCRIPT_SAMPLES))
+def test_live_analysis_is_token_for_token_the_embedded_one(lang):
+    from clirmatrix.pipeline.engines.analyzers import analyzer_for
+    from clirmatrix.pipeline.engines.es_settings import ANALYZER, index_body
+
+    url = os.environ["CLIRMATRIX_ES_URL"]
+    client = connect(url)
+    name = f"clirmatrix-analyze-{lang}"
+    client.indices.delete(index=name, ignore_unavailable=True)
+    client.indices.create(index=name, **index_body(lang))
+    tokens = [t["token"] for t in client.indices.analyze(index=name, analyzer=ANALYZER, text=SCRIPT_SAMPLES[lang])["tokens"]]
+    assert tokens == analyzer_for(lang)(SCRIPT_SAMPLES[lang])
+
+
+@pytest.mark.skipif(not os.environ.get("CLIRMATRIX_ES_URL"), reason="needs a live Elasticsearch: set CLIRMATRIX_ES_URL (e.g. after docker compose up -d)")
+def test_live_compare_reports_full_tie_aware_agreement(tmp_path):
+    from clirmatrix.pipeline.engines.compare import run_compare
+
+    rng = np.random.default_rng(5)
+    words = ["paris", "france", "capital", "river", "city", "museum", "the", "of", "running", "bridges"]
+    with open(tmp_path / "c.jsonl", "w") as out:
+        for i in range(200):
+            out.write(json.dumps({"id": str(i), "title": " ".join(rng.choice(words, 2)), "text": " ".join(rng.choice(words, 20))}) + "\n")
+    (tmp_path / "q.tsv").write_text("".join(f"q{i}\t{' '.join(rng.choice(words, 2))}\n" for i in range(40)))
+    report = run_compare(str(tmp_path / "c.jsonl"), str(tmp_path / "q.tsv"), "en", os.environ["CLIRMATRIX_ES_URL"])
+    assert report["tie_aware_agreement"] == 1.0 and report["max_relative_score_difference"] < 1e-5
