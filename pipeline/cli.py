@@ -281,12 +281,66 @@ def engines_compare(lang: str, corpus: str, queries: str, es_url: str | None, k:
     console.print(table)
 
 
+@cli.command()
+@click.argument("dataset", metavar="SET", type=click.Choice(["bi139-base", "bi139-full", "multi8", "docs", "docs-full"]))
+@click.option("--src", default="all", show_default=True, help="Query languages (comma-separated, or all).")
+@click.option("--tgt", default="all", show_default=True, help="Document languages (comma-separated, or all); for docs sets, the languages.")
+@click.option("--split", "splits", default="train,dev,test1,test2", show_default=True, help="Splits to fetch.")
+@click.option("--to", "to_dir", default="clirmatrix-data", show_default=True, type=click.Path(file_okay=False), help="Folder to write into (the release layout).")
+@click.option("--base-url", default="http://www.cs.jhu.edu/~shuosun/clirmatrix/data/", show_default=True, help="Server, mirror, local folder or file:// URL (e.g. a clirmatrix build).")
+@click.option("--index", default=None, help="downloads.json.gz to resolve files with (URL or file) [default: BASE_URL/downloads.json.gz].")
+@click.option("--jobs", type=click.IntRange(min=1), default=4, show_default=True, help="Parallel downloads.")
+@click.option("--dry-run", is_flag=True, help="List the files and their total size; fetch nothing.")
+def download(dataset: str, src: str, tgt: str, splits: str, to_dir: str, base_url: str, index: str | None, jobs: int, dry_run: bool) -> None:
+    """Fetch released CLIRMatrix files, verified by size and md5; a rerun skips what is done."""
+    import threading
+
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+    from clirmatrix.pipeline.download import download as fetch_all
+    from clirmatrix.pipeline.download import expand_langs, load_index, plan
+
+    split_list = [item.strip() for item in splits.split(",") if item.strip()]
+    unknown = sorted(set(split_list) - set(("train", "dev", "test1", "test2")))
+    if unknown:
+        raise click.BadParameter(f"unknown split(s) {', '.join(unknown)}", param_hint="--split")
+    files = plan(dataset, expand_langs(src, dataset), expand_langs(tgt, dataset), split_list, load_index(index, base_url), base_url)
+    known = sum(f.size or 0 for f in files)
+    unsized = sum(1 for f in files if f.size is None)
+    if dry_run:
+        for wanted in files:
+            click.echo(f"{wanted.path}\t{wanted.size if wanted.size is not None else '?'}\t{wanted.url}")
+        console.print(f"{len(files):,} files, {known / 1e6:,.1f} MB" + (f" (+{unsized:,} of unknown size)" if unsized else ""))
+        return
+    lock = threading.Lock()
+    columns = ("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task(f"{len(files):,} files", total=known or None)
+
+        def advance(count: int) -> None:
+            with lock:
+                bar.advance(task, count)
+
+        report = fetch_all(files, to_dir, jobs=jobs, progress=advance)
+    table = Table(title=f"download into {to_dir}", title_justify="left")
+    table.add_column("outcome")
+    table.add_column("files", justify="right")
+    for name, items in (("fetched", report.fetched), ("skipped (already verified)", report.skipped), ("failed", report.failed)):
+        table.add_row(name, f"{len(items):,}")
+    console.print(table)
+    for path, reason in report.failed[:20]:
+        console.print(f"[red]failed[/] {path}: {reason}", highlight=False, soft_wrap=True)
+    if report.failed:
+        click.get_current_context().exit(1)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run a command, map library errors to messages and exit codes."""
     from clirmatrix.beam_jobs.common import IncompleteStageError
     from clirmatrix.beam_jobs.extract import NoDumpsError
     from clirmatrix.pipeline.badinput import TooManyBadRecords
     from clirmatrix.pipeline.config import ConfigError
+    from clirmatrix.pipeline.download import DownloadError
     from clirmatrix.pipeline.engines.elastic import ClusterRequestError, ClusterUnreachableError
 
     try:
@@ -297,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as error:
         error.show()
         return error.exit_code
-    except (TooManyBadRecords, NoDumpsError, IncompleteStageError, ConfigError, ClusterUnreachableError, ClusterRequestError, FileNotFoundError, ValueError) as error:
+    except (TooManyBadRecords, NoDumpsError, IncompleteStageError, ConfigError, ClusterUnreachableError, ClusterRequestError, DownloadError, FileNotFoundError, ValueError) as error:
         console.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
         return 2
     return code if isinstance(code, int) else 0
