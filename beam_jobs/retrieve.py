@@ -81,8 +81,12 @@ def make_engine(settings: RetrievalSettings, lang: str):
     if settings.engine == "elasticsearch":
         from clirmatrix.pipeline.engines.elastic import ElasticsearchEngine, connect
 
+        from clirmatrix.pipeline.engines.analyzers import analyzer_for
+
         url = settings.es_url_for(lang)
-        return ElasticsearchEngine(connect(url), url, lang, settings.bm25, fingerprint=f"{settings.docs_key}:{lang}" if settings.docs_key else "")
+        # The index is reused only for the same documents *and* the same analysis and BM25 settings.
+        key = stages.fingerprint(settings.docs_key, lang, asdict(settings.bm25), analyzer_for(lang).spec) if settings.docs_key else ""
+        return ElasticsearchEngine(connect(url), url, lang, settings.bm25, fingerprint=key)
     from clirmatrix.pipeline.engines.analyzers import analyzer_for
     from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
 

@@ -265,3 +265,13 @@ def test_live_compare_reports_full_tie_aware_agreement(tmp_path):
     (tmp_path / "q.tsv").write_text("".join(f"q{i}\t{' '.join(rng.choice(words, 2))}\n" for i in range(40)))
     report = run_compare(str(tmp_path / "c.jsonl"), str(tmp_path / "q.tsv"), "en", os.environ["CLIRMATRIX_ES_URL"])
     assert report["tie_aware_agreement"] == 1.0 and report["max_relative_score_difference"] < 1e-5
+
+
+def test_the_reuse_fingerprint_changes_with_bm25_settings():
+    from clirmatrix.beam_jobs.retrieve import RetrievalSettings, make_engine
+
+    def key(b: float) -> str:
+        settings = RetrievalSettings("elasticsearch", bm25=Bm25Settings(b=b), es_url="http://127.0.0.1:9", docs_key="docs1")
+        return make_engine(settings, "en").fingerprint
+
+    assert key(0.3) == key(0.3) != key(0.75)
