@@ -27,7 +27,6 @@ from importlib import metadata
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from clirmatrix.beam_jobs import common
 from clirmatrix.beam_jobs.extract import NoDumpsError, find_dumps
 from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
 from clirmatrix.beam_jobs.extract_sitelinks import run_extract_sitelinks

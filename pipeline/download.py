@@ -29,6 +29,7 @@ import orjson
 
 from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.languages import BI139_LANGUAGES, MULTI8_LANGUAGES
+from clirmatrix.pipeline.localio import atomic_write
 
 OFFICIAL_BASE_URL = "http://www.cs.jhu.edu/~shuosun/clirmatrix/data/"
 CHUNK = 1 << 20
@@ -102,10 +103,8 @@ def load_index(index: str | None, base_url: str, fetcher: Callable[[str], bytes]
             raise
         return None
     parsed = _parse_index(data, source)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    temporary = cache.with_suffix(".tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, cache)
+    with atomic_write(cache) as handle:
+        handle.write(data)
     return parsed
 
 

@@ -13,20 +13,16 @@ import contextlib
 import os
 import posixpath
 import uuid
-import zlib
 from collections.abc import Iterator
 from typing import IO, BinaryIO
 
 import orjson
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from isal import igzip_threaded, isal_zlib
+from isal import igzip_threaded
 
 from clirmatrix.pipeline.badinput import CORRUPT_STREAM, TRUNCATED_STREAM, FileReport
-
-# Errors a decompressor or the storage layer raises on damaged input. EOFError is
-# what both gzip and bz2 raise when a stream ends before its end marker.
-STREAM_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)
+from clirmatrix.pipeline.localio import STREAM_ERRORS  # readers catch it from here too
 
 
 def join(base: str, *parts: str) -> str:

@@ -10,17 +10,14 @@ Blank lines are skipped, as ir_datasets does. Anything else that is off raises
 from __future__ import annotations
 
 import os
-import zlib
 from collections.abc import Iterator
 from typing import NamedTuple
 
 import orjson
-from isal import igzip, isal_zlib
+from isal import igzip
 
 from clirmatrix.pipeline.layout import ReleasedFile, parse_path
-
-# What a damaged gzip stream raises (isal's error is no zlib.error subclass).
-STREAM_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)
+from clirmatrix.pipeline.localio import STREAM_ERRORS
 
 
 class QueryRecord(NamedTuple):

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.jsonl import iter_docs, iter_queries
+from clirmatrix.pipeline.localio import atomic_write
 
 
 class Query(NamedTuple):
@@ -73,15 +74,9 @@ def documents(root: str | os.PathLike, lang: str, full: bool = False) -> Iterato
 
 
 def _write_lines(path: str | os.PathLike, lines: Iterator[str]) -> int:
-    target = Path(path)
-    temporary = target.with_name(f".{target.name}.tmp")
     count = 0
-    try:
-        with open(temporary, "w", encoding="utf-8") as out:
-            for line in lines:
-                out.write(line)
-                count += 1
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
+    with atomic_write(path) as out:
+        for line in lines:
+            out.write(line.encode())
+            count += 1
     return count

@@ -31,6 +31,7 @@ import numpy as np
 
 from clirmatrix.pipeline.jsonl import iter_queries, walk_release
 from clirmatrix.pipeline.layout import QUERY_SETS, SPLITS, STATS_DIR, ReleasedFile, parse_path
+from clirmatrix.pipeline.localio import atomic_write
 
 ALL_SPLITS = "all"  # the split of a row pooled over a direction's splits
 MEASURES = ("queries", "mean_ge4", "mean_ge1")
@@ -174,11 +175,8 @@ _TITLES = {
 
 
 def _write(path: str, data: bytes) -> None:
-    # Write beside the target and rename, so a file with its final name is whole.
-    temporary = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp")
-    with open(temporary, "wb") as handle:
+    with atomic_write(path) as handle:
         handle.write(data)
-    os.replace(temporary, path)
 
 
 def write_stats(root: str, rows: Iterable[DirectionStats], out_dir: str | None = None) -> list[str]:

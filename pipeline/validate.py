@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import orjson
 from isal import igzip
 
-from clirmatrix.pipeline.jsonl import STREAM_ERRORS, MalformedRecordError, QueryRecord, iter_lines, parse_doc, parse_query, walk_release
+from clirmatrix.pipeline.jsonl import MalformedRecordError, QueryRecord, iter_lines, parse_doc, parse_query, walk_release
 from clirmatrix.pipeline.layout import (
     BASE_CANDIDATES,
     CONTEXTS,
@@ -36,6 +36,7 @@ from clirmatrix.pipeline.layout import (
     ReleasedFile,
     index_key,
 )
+from clirmatrix.pipeline.localio import STREAM_ERRORS
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("elasticsearch", reason="the es extra (elasticsearch client) is not installed")
 
-from clirmatrix.pipeline.engines.base import Bm25Settings  # noqa: E402
+from clirmatrix.pipeline.engines.base import Bm25Settings, Hits  # noqa: E402
 from clirmatrix.pipeline.engines.elastic import ClusterRequestError, ClusterUnreachableError, ElasticsearchEngine, connect  # noqa: E402
 
 REJECTED_429 = {
@@ -191,9 +191,7 @@ def test_live_cluster_agrees_with_the_embedded_engine():
         assert set(ours.positions[ours.scores > cut].tolist()) == set(theirs.positions[theirs.scores > cut].tolist())
 
 
-def _h(positions, scores) -> "Hits":
-    from clirmatrix.pipeline.engines.base import Hits
-
+def _h(positions, scores) -> Hits:
     return Hits(np.array(positions, dtype=np.int32), np.array(scores, dtype=np.float32))
 
 

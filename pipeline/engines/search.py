@@ -9,8 +9,6 @@ the same inputs always give the same bytes.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from typing import IO
 
@@ -20,6 +18,7 @@ from isal import igzip
 from clirmatrix.pipeline.engines.analyzers import Analyzer, analyzer_for, analyzer_named
 from clirmatrix.pipeline.engines.base import Bm25Settings, DocBatch
 from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
+from clirmatrix.pipeline.localio import atomic_write
 
 BATCH_DOCS = 10_000
 BATCH_QUERIES = 10_000
@@ -127,23 +126,19 @@ def run_search(
     queries = read_queries(queries_path)
     engine = EmbeddedEngine(chosen, settings, threads=threads)
     engine.index(read_corpus(corpus_path))
-    directory = os.path.dirname(os.path.abspath(output_path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(output_path)}.", suffix=".tmp")
     lines = without_hits = 0
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-            for start in range(0, len(queries), BATCH_QUERIES):
-                batch = queries[start : start + BATCH_QUERIES]
-                for (qid, _), hits in zip(batch, engine.search([text for _, text in batch], k)):
-                    without_hits += len(hits.positions) == 0
-                    for rank, (position, score) in enumerate(zip(hits.positions.tolist(), hits.scores.tolist()), 1):
-                        out.write(f"{qid} Q0 {engine.doc_ids[position]} {rank} {score:.6f} {tag}\n")
-                    lines += len(hits.positions)
-        os.replace(temporary, output_path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    with atomic_write(output_path) as out:
+        for start in range(0, len(queries), BATCH_QUERIES):
+            batch = queries[start : start + BATCH_QUERIES]
+            for (qid, _), hits in zip(batch, engine.search([text for _, text in batch], k)):
+                without_hits += len(hits.positions) == 0
+                out.write(
+                    "".join(
+                        f"{qid} Q0 {engine.doc_ids[position]} {rank} {score:.6f} {tag}\n"
+                        for rank, (position, score) in enumerate(zip(hits.positions.tolist(), hits.scores.tolist()), 1)
+                    ).encode()
+                )
+                lines += len(hits.positions)
     return {
         "analyzer": chosen.name,
         "docs": len(engine.doc_ids),

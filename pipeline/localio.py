@@ -1,0 +1,35 @@
+"""Local-file helpers that need no Apache Beam, for the consumer side (loader, download, stats, search).
+
+``fileio`` does the same through Beam's FileSystems (gs://, s3://) for the build;
+importing Beam costs about a second, which a reader of released files should not pay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from isal import isal_zlib
+
+# What a decompressor or the storage layer raises on damaged input: EOFError when a gzip
+# or bz2 stream ends before its end marker; isal's error is no zlib.error subclass.
+STREAM_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """Write to a hidden temporary file beside ``path``; it takes the name only when the block succeeds."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex[:12]}")
+    try:
+        with open(temporary, "wb") as handle:
+            yield handle
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
