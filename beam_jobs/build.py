@@ -75,13 +75,8 @@ def _describe(paths: Sequence[str], root: str) -> list[dict]:
     described = []
     for path in sorted(paths):
         meta = FileSystems.match([path])[0].metadata_list[0]
-        described.append({"path": _relative(root, path), "size": meta.size_in_bytes, "mtime": meta.last_updated_in_seconds})
+        described.append({"path": fileio.relative_to(root, path), "size": meta.size_in_bytes, "mtime": meta.last_updated_in_seconds})
     return described
-
-
-def _relative(root: str, path: str) -> str:
-    prefix = root.rstrip("/") + "/"
-    return path[len(prefix) :] if path.startswith(prefix) else path
 
 
 def _md5(path: str) -> str:

@@ -24,6 +24,7 @@ from clirmatrix.beam_jobs.extract_sitelinks import run_extract_sitelinks
 from clirmatrix.beam_jobs.link_entities import run_link_entities
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION
+from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.dumps import DumpSet, discover
 
 LOG = logging.getLogger("clirmatrix")
@@ -84,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dumps", required=True)
     parser.add_argument("--output", required=True)
-    parser.add_argument("--langs", type=lambda s: [x for x in s.split(",") if x], default=None)
+    parser.add_argument("--langs", type=comma_list, default=None)
     parser.add_argument("--source", choices=["auto", "cirrus", "xml"], default="auto")
     parser.add_argument("--min-docs", type=int, default=DEFAULT_MIN_DOCS)
     parser.add_argument("--max-bad-fraction", type=float, default=DEFAULT_MAX_BAD_FRACTION)

@@ -28,6 +28,7 @@ from apache_beam.metrics import Metrics
 from clirmatrix.beam_jobs import common
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, FileReport, check_bad_fraction
+from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.dedup import drop_duplicate_ids
 from clirmatrix.pipeline.dumps import CIRRUS, DumpFile, discover
 from clirmatrix.pipeline.formats import cirrus, mediawiki_xml
@@ -182,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dumps", required=True, help="folder (or bucket prefix) holding the dumps")
     parser.add_argument("--output", required=True, help="folder for the docs Parquet")
-    parser.add_argument("--langs", type=lambda s: [x for x in s.split(",") if x], default=None)
+    parser.add_argument("--langs", type=comma_list, default=None)
     parser.add_argument("--source", choices=["auto", "cirrus", "xml"], default="auto")
     parser.add_argument("--min-docs", type=int, default=DEFAULT_MIN_DOCS)
     parser.add_argument("--max-bad-fraction", type=float, default=DEFAULT_MAX_BAD_FRACTION)

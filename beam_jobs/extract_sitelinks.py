@@ -24,6 +24,7 @@ import apache_beam as beam
 from clirmatrix.beam_jobs import common
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, FileReport, check_bad_fraction
+from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.formats.wikidata import SitelinkFilter, read_sitelinks
 from clirmatrix.pipeline.parquet_io import ParquetSink
 from clirmatrix.pipeline.progress import ProgressLog
@@ -109,7 +110,7 @@ def run(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--wikidata", required=True, nargs="+", help="Wikidata dump file(s)")
     parser.add_argument("--output", required=True)
-    parser.add_argument("--langs", required=True, type=lambda s: [x for x in s.split(",") if x])
+    parser.add_argument("--langs", required=True, type=comma_list)
     parser.add_argument("--max-bad-fraction", type=float, default=DEFAULT_MAX_BAD_FRACTION)
     parser.add_argument("--no-prefilter", action="store_true", help="parse every line (slower; same result)")
     args, beam_args = parser.parse_known_args(argv)

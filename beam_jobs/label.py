@@ -12,7 +12,6 @@ Example::
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Iterator, Sequence
 
 import apache_beam as beam
@@ -59,7 +58,7 @@ class LabelLanguage(beam.DoFn):
 
     def process(self, lang: str) -> Iterator[str]:
         n_docs = self.doc_counts[lang]
-        counts: Counter[int] = Counter()
+        counts = np.zeros(OWN_ARTICLE + 1, dtype=np.int64)  # per label, counted in numpy: millions of rows
         next_query = 0
         with FileSystems.open(fileio.join(self.retrieval_dir, f"{lang}.parquet"), compression_type=CompressionTypes.UNCOMPRESSED) as handle:
             hits = pq.ParquetFile(handle)
@@ -75,12 +74,12 @@ class LabelLanguage(beam.DoFn):
                     cut = int(np.searchsorted(rows[0], last, side="left"))
                     block = label_block(rows[0][:cut], rows[1][:cut], rows[2][:cut], next_query, last)
                     carry, next_query = tuple(column[cut:] for column in rows), last
-                    counts.update(block.column("label").to_numpy().tolist())
+                    counts += np.bincount(block.column("label").to_numpy(), minlength=OWN_ARTICLE + 1)
                     sink.add_table(block)
                 block = label_block(*carry, next_query, n_docs)
-                counts.update(block.column("label").to_numpy().tolist())
+                counts += np.bincount(block.column("label").to_numpy(), minlength=OWN_ARTICLE + 1)
                 sink.add_table(block)
-        report = {"lang": lang, "queries": n_docs, "labels": {str(label): counts[label] for label in range(1, OWN_ARTICLE + 1)}}
+        report = {"lang": lang, "queries": n_docs, "labels": {str(label): int(counts[label]) for label in range(1, OWN_ARTICLE + 1)}}
         common.write_report(self.out_dir, lang, report)
         yield lang
 

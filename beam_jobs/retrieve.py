@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from clirmatrix.beam_jobs import common, stages
 from clirmatrix.pipeline import fileio
-from clirmatrix.pipeline.config import ConfigError
+from clirmatrix.pipeline.config import ConfigError, comma_list
 from clirmatrix.pipeline.corpus import WorkDirs, iter_doc_batches
 from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.parquet_io import ParquetSink
@@ -48,10 +48,16 @@ class RetrievalSettings:
         """What changes the results (not ``threads``, nor where the cluster is)."""
         return {"engine": self.engine, "k": self.k, "bm25": asdict(self.bm25)}
 
-    def es_url_for(self, lang: str) -> str:
+    def es_urls(self) -> dict[str, str]:
+        """Language -> URL of ``es_url``; ``"*"`` -> URL when one cluster serves every language."""
         if "=" not in self.es_url:
-            return self.es_url
-        urls = dict(item.split("=", 1) for item in self.es_url.split(",") if item)
+            return {"*": self.es_url}
+        return dict(item.split("=", 1) for item in comma_list(self.es_url))
+
+    def es_url_for(self, lang: str) -> str:
+        urls = self.es_urls()
+        if "*" in urls:
+            return urls["*"]
         if lang not in urls:
             raise ConfigError(f"--es-url names no Elasticsearch for {lang} (it has {', '.join(sorted(urls))})")
         return urls[lang]
@@ -71,8 +77,7 @@ def check_engine(settings: RetrievalSettings, langs: Sequence[str] = ()) -> None
 
         for lang in langs:
             settings.es_url_for(lang)  # every language has a node
-        urls = [item.split("=", 1)[-1] for item in settings.es_url.split(",") if item]
-        for url in sorted(set(urls)):
+        for url in sorted(set(settings.es_urls().values())):
             with_retries(connect(url, timeout=10).info, url, "cluster check", retries=2)
 
 

@@ -20,6 +20,7 @@ import orjson
 
 from clirmatrix.beam_jobs import common
 from clirmatrix.pipeline import fileio
+from clirmatrix.pipeline.config import comma_list
 
 LOG = logging.getLogger("clirmatrix")
 STAGES_DIR = "_stages"
@@ -95,10 +96,6 @@ def finish_languages(out_dir: str, stage: str, totals: Sequence[str] = (), **ext
         summary["totals"] = sum_reports(reports.values(), totals)
     common.finish_stage(out_dir, summary)
     return summary
-
-
-def comma_list(value: str) -> list[str]:
-    return [item.strip() for item in value.split(",") if item.strip()]
 
 
 def job_parser(doc: str, work_help: str, with_langs: bool = False) -> argparse.ArgumentParser:

@@ -29,6 +29,7 @@ import orjson
 from clirmatrix.beam_jobs import common, stages
 from clirmatrix.beam_jobs.propagate import read_entities
 from clirmatrix.pipeline import fileio, layout
+from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.corpus import WorkDirs, iter_doc_batches, load_corpus
 from clirmatrix.pipeline.fileio import atomic_create
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
@@ -185,14 +186,10 @@ class WriteUnit(beam.DoFn):
         else:
             written = write_docs(self.out_root, self.work_root, langs[0])
         name = "-".join(unit)
-        files = [{**asdict(record), "path": _relative(self.out_root, record.path)} for record in written]
+        files = [{**asdict(record), "path": fileio.relative_to(self.out_root, record.path)} for record in written]
         common.write_report(self.report_dir, name, {"unit": name, "files": files})
         LOG.info("wrote %s (%d files)", name, len(files))
         yield name
-
-
-def _relative(root: str, path: str) -> str:
-    return path[len(root.rstrip("/")) + 1 :]
 
 
 def release_units(langs: Sequence[str], multi_langs: Sequence[str]) -> list[tuple[str, ...]]:
@@ -253,7 +250,7 @@ def run(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", required=True)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--langs", required=True, type=lambda s: [x for x in s.split(",") if x])
+    parser.add_argument("--langs", required=True, type=comma_list)
     parser.add_argument("--seed", type=int, default=13)
     args, beam_args = parser.parse_known_args(argv)
     return run_write_release(args.work, args.out, args.langs, ReleaseSettings(splits=SplitSettings(seed=args.seed)), beam_args)

@@ -28,7 +28,9 @@ def _setup_logging(verbose: bool) -> None:
 
 
 def _langs(value: str | None) -> list[str] | None:
-    return [code.strip() for code in value.split(",") if code.strip()] if value else None
+    from clirmatrix.pipeline.config import comma_list
+
+    return comma_list(value) or None if value else None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -300,7 +302,7 @@ def download(dataset: str, src: str, tgt: str, splits: str, to_dir: str, base_ur
     from clirmatrix.pipeline.download import download as fetch_all
     from clirmatrix.pipeline.download import expand_langs, load_index, plan
 
-    split_list = [item.strip() for item in splits.split(",") if item.strip()]
+    split_list = _langs(splits) or []
     unknown = sorted(set(split_list) - set(("train", "dev", "test1", "test2")))
     if unknown:
         raise click.BadParameter(f"unknown split(s) {', '.join(unknown)}", param_hint="--split")

@@ -18,6 +18,7 @@ comma-separated strings. Example ``build.toml``::
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
@@ -86,13 +87,18 @@ _FIELDS = {f.name: f for f in fields(BuildConfig)}
 _TUPLES = {"langs", "multi_langs"}
 
 
+def comma_list(value: str | Sequence[str]) -> list[str]:
+    """Items of a comma-separated string (or of a list of strings), stripped, empty ones dropped."""
+    items = value.split(",") if isinstance(value, str) else value
+    return [item.strip() for item in items if item.strip()]
+
+
 def _coerce(name: str, value: object, where: str) -> object:
     kind = type(BuildConfig.__dataclass_fields__[name].default)
     if name in _TUPLES:
-        items = value.split(",") if isinstance(value, str) else value
-        if not isinstance(items, (list, tuple)) or not all(isinstance(item, str) for item in items):
+        if not isinstance(value, (str, list, tuple)) or not all(isinstance(item, str) for item in value):
             raise ConfigError(f"{where}: {name} must be a list of language codes or a comma-separated string")
-        return tuple(item.strip() for item in items if item.strip())
+        return tuple(comma_list(value))
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
@@ -148,4 +154,4 @@ def as_dict(config: BuildConfig) -> dict:
     return {name: (list(value) if isinstance(value, tuple) else value) for name, value in ((f, getattr(config, f)) for f in _FIELDS)}
 
 
-__all__ = ["BuildConfig", "ConfigError", "as_dict", "read_config_file", "resolve"]
+__all__ = ["BuildConfig", "ConfigError", "as_dict", "comma_list", "read_config_file", "resolve"]

@@ -28,6 +28,7 @@ from pathlib import Path
 import orjson
 
 from clirmatrix.pipeline import layout
+from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.languages import BI139_LANGUAGES, MULTI8_LANGUAGES
 from clirmatrix.pipeline.localio import atomic_write
 
@@ -136,8 +137,7 @@ def expand_langs(value: str | Sequence[str] | None, dataset: str) -> list[str]:
     every = list(MULTI8_LANGUAGES if dataset == "multi8" else BI139_LANGUAGES)
     if value is None or value == "all" or (not isinstance(value, str) and list(value) == ["all"]):
         return every
-    items = value.split(",") if isinstance(value, str) else list(value)
-    return [item.strip() for item in items if item.strip()]
+    return comma_list(value)
 
 
 def plan(dataset: str, src: Sequence[str], tgt: Sequence[str], splits: Sequence[str], index: dict | None, base_url: str) -> list[Wanted]:

@@ -35,6 +35,12 @@ def basename(path: str) -> str:
     return posixpath.basename(path.rstrip("/"))
 
 
+def relative_to(root: str, path: str) -> str:
+    """``path`` below ``root`` (local path or URL prefix), with ``/`` separators; ``path`` itself when outside."""
+    prefix = root.rstrip("/") + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else path
+
+
 def exists(path: str) -> bool:
     return FileSystems.exists(path)
 
