@@ -30,7 +30,7 @@ from clirmatrix.beam_jobs import common, stages
 from clirmatrix.beam_jobs.propagate import read_entities
 from clirmatrix.pipeline import fileio, layout
 from clirmatrix.pipeline.config import comma_list
-from clirmatrix.pipeline.corpus import WorkDirs, iter_doc_batches, load_corpus
+from clirmatrix.pipeline.corpus import WorkDirs, iter_doc_batches, read_docs
 from clirmatrix.pipeline.fileio import atomic_create
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.parquet_io import read_table
@@ -67,16 +67,17 @@ class QueryLanguage:
 
 @functools.lru_cache(maxsize=2)
 def _query_language(work_root: str, lang: str, splits: SplitSettings) -> QueryLanguage:
-    corpus = load_corpus(WorkDirs(work_root), lang)
-    doc_ids = corpus.doc_ids.to_pylist()
-    keys = [query_key(lang, doc_id, entity) for doc_id, entity in zip(doc_ids, corpus.entities.to_pylist())]
-    split_of, order = assign(keys, splits)
-    return QueryLanguage(doc_ids, corpus.titles.to_pylist(), split_of, order)
+    work = WorkDirs(work_root)
+    docs = read_docs(work, lang, ["doc_id", "title"]).to_pydict()
+    # The propagate stage already joined each position's entity; no second join here.
+    entities = read_entities(work.stage("propagated"), lang).to_pylist()
+    split_of, order = assign([query_key(lang, doc_id, entity) for doc_id, entity in zip(docs["doc_id"], entities)], splits)
+    return QueryLanguage(docs["doc_id"], docs["title"], split_of, order)
 
 
 @functools.lru_cache(maxsize=4)
 def _target_docs(work_root: str, lang: str) -> TargetDocs:
-    return TargetDocs(load_corpus(WorkDirs(work_root), lang, with_titles=False).doc_ids.to_pylist())
+    return TargetDocs(read_docs(WorkDirs(work_root), lang, ["doc_id"]).column("doc_id").to_pylist())
 
 
 class ReleaseOrdered:
@@ -141,7 +142,7 @@ def write_multi8_target(out_root: str, work_root: str, tgt: str, settings: Relea
     split_of, order = assign([query_key("", "", entity) for entity in entities], settings.splits)
     target = _target_docs(work_root, tgt)
     rows = ReleaseOrdered(read_table([fileio.join(work.stage("labels"), f"{tgt}.parquet")], LABELS), target)
-    sources = {src: load_corpus(work, src) for src in settings.multi_langs if src != tgt}
+    sources = {src: read_docs(work, src, ["doc_id", "title"]).to_pydict() for src in settings.multi_langs if src != tgt}
     written = []
     for split in layout.SPLITS:
         chosen = choose(split_of, order, np.arange(len(entities)), split, settings.splits.size_of(split)).tolist()
@@ -152,7 +153,7 @@ def write_multi8_target(out_root: str, work_root: str, tgt: str, settings: Relea
             with gzip_lines(fileio.join(out_root, layout.query_file("multi8", src, tgt, split))) as out:
                 for index, result, (_, labels) in zip(chosen, results, lists):
                     position = positions[src][entities[index]]
-                    line = query_line_json(corpus.doc_ids[position].as_py(), corpus.titles[position].as_py(), result)
+                    line = query_line_json(corpus["doc_id"][position], corpus["title"][position], result)
                     out.write(line, labels[: settings.candidates])
             written.append(out.record)
     return written

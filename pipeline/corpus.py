@@ -51,10 +51,14 @@ class Corpus:
         return len(self.doc_ids)
 
 
+def read_docs(work: WorkDirs, lang: str, columns: Sequence[str]) -> pa.Table:
+    """A few columns of the language's documents, in position order (no entities joined)."""
+    return read_table(work.docs_files(lang), DOCS, list(columns))
+
+
 def load_corpus(work: WorkDirs, lang: str, with_titles: bool = True) -> Corpus:
     """Ids (and titles) from ``docs``, entities from ``entity_docs``, aligned by position."""
-    columns = ["doc_id", "title"] if with_titles else ["doc_id"]
-    docs = read_table(work.docs_files(lang), DOCS, columns)
+    docs = read_docs(work, lang, ["doc_id", "title"] if with_titles else ["doc_id"])
     doc_ids = docs.column("doc_id").combine_chunks()
     titles = docs.column("title").combine_chunks() if with_titles else pa.nulls(len(doc_ids), pa.string())
     links = read_table([work.entity_docs_file(lang)], ENTITY_DOCS, ["entity", "doc_id"])
