@@ -16,7 +16,6 @@ Example::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import logging
 import os
 import platform
@@ -41,6 +40,7 @@ from clirmatrix.pipeline import fileio, layout
 from clirmatrix.pipeline.config import BuildConfig, as_dict, resolve
 from clirmatrix.pipeline.corpus import WorkDirs
 from clirmatrix.pipeline.engines.base import Bm25Settings
+from clirmatrix.pipeline.localio import md5_of
 from clirmatrix.pipeline.splits import SplitSettings
 
 LOG = logging.getLogger("clirmatrix")
@@ -80,11 +80,8 @@ def _describe(paths: Sequence[str], root: str) -> list[dict]:
 
 
 def _md5(path: str) -> str:
-    digest = hashlib.md5()
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        while chunk := handle.read(8 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return md5_of(handle)
 
 
 def input_checksums(inputs: Sequence[dict], dumps_dir: str, work_dir: str) -> list[dict]:

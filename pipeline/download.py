@@ -30,7 +30,7 @@ import orjson
 from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.languages import BI139_LANGUAGES, MULTI8_LANGUAGES
-from clirmatrix.pipeline.localio import atomic_write
+from clirmatrix.pipeline.localio import atomic_write, md5_of
 
 OFFICIAL_BASE_URL = "http://www.cs.jhu.edu/~shuosun/clirmatrix/data/"
 CHUNK = 1 << 20
@@ -177,11 +177,8 @@ def _looks_like_html(head: bytes) -> bool:
 
 
 def _md5_of(path: Path) -> str:
-    digest = hashlib.md5()
     with open(path, "rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return md5_of(handle, CHUNK)
 
 
 def verified(path: Path, wanted: Wanted) -> bool:

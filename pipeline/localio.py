@@ -7,18 +7,27 @@ importing Beam costs about a second, which a reader of released files should not
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import uuid
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from isal import isal_zlib
 
 # What a decompressor or the storage layer raises on damaged input: EOFError when a gzip
 # or bz2 stream ends before its end marker; isal's error is no zlib.error subclass.
 STREAM_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)
+
+
+def md5_of(stream: IO[bytes], chunk: int = 8 << 20) -> str:
+    """Hex md5 of everything left in a binary stream, read in chunks (any file object: local or Beam's)."""
+    digest = hashlib.md5()
+    while data := stream.read(chunk):
+        digest.update(data)
+    return digest.hexdigest()
 
 
 @contextlib.contextmanager

@@ -14,7 +14,6 @@ sizes, leakage between splits, MULTI-8 alignment, base against full); the index.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
@@ -36,7 +35,7 @@ from clirmatrix.pipeline.layout import (
     ReleasedFile,
     index_key,
 )
-from clirmatrix.pipeline.localio import STREAM_ERRORS
+from clirmatrix.pipeline.localio import STREAM_ERRORS, md5_of
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -398,7 +397,7 @@ class _Validator:
             self.fail(path, SIZE, f"{actual_size:,} bytes, index entry {name} says {size:,}")
         self.on_file(path)
         with open(self._path(released), "rb") as handle:
-            md5 = hashlib.file_digest(handle, "md5").hexdigest()
+            md5 = md5_of(handle)
         if md5 != entry["expected_md5"].lower():
             self.fail(path, CHECKSUM, f"md5 {md5}, index entry {name} expects {entry['expected_md5']}")
 
