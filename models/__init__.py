@@ -1,5 +1,7 @@
-"""Trainer and evaluation of the CLIRMatrix baselines (installed with the ``train`` extra).
+"""Trainer and evaluation of the CLIRMatrix baselines (MODELS.md), installed with the ``train`` extra.
 
-The models themselves arrive with issue 6; this package only reserves the name
-``clirmatrix.models`` so nothing generic is ever installed as ``models``.
+``clirmatrix train`` and ``clirmatrix evaluate`` are the entry points; the pieces are
+``arguments`` (settings), ``data`` (raw text from a build), ``collate`` (tokenization),
+``losses/`` (one module per objective), ``modeling/`` (the networks), ``trainer`` (the loop),
+``metrics`` (ir-measures) and ``train``/``evaluate`` (the drivers).
 """

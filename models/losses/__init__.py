@@ -1,0 +1,1 @@
+"""Training objectives of MODELS.md, one module per objective; pure functions of tensors."""
