@@ -336,6 +336,17 @@ def download(dataset: str, src: str, tgt: str, splits: str, to_dir: str, base_ur
         click.get_current_context().exit(1)
 
 
+def _add_training_commands() -> None:
+    """``train`` and ``evaluate`` live with the models; importing them does not import torch."""
+    from clirmatrix.models.cli import evaluate, train
+
+    cli.add_command(train)
+    cli.add_command(evaluate)
+
+
+_add_training_commands()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run a command, map library errors to messages and exit codes."""
     from clirmatrix.beam_jobs.common import IncompleteStageError

@@ -1,0 +1,116 @@
+"""Settings of a training run: one dataclass, its fields are the ``clirmatrix train`` flags.
+
+A field left at ``None`` takes its model's default from :data:`MODEL_DEFAULTS`,
+which cites the MODELS.md section each value comes from. The resolved settings
+are saved as ``args.json`` in the run directory, so ``evaluate`` and a resumed
+run see exactly what training saw.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MODELS: tuple[str, ...] = ("cross-encoder", "bi-encoder", "contrastive", "dap", "ccp")
+
+# Per-model defaults (MODELS.md section in the comment); everything else is shared.
+MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
+    # §1 (CEDR code): Adam, 2e-5 BERT / 1e-3 head, 16 pairs per step, 64 steps x 20 epochs, query <= 20 pieces.
+    "cross-encoder": {"pooling": "cls", "loss": "hinge", "lr": 2e-5, "head_lr": 1e-3, "batch_size": 16, "steps_per_epoch": 64, "epochs": 20, "max_len": 512},
+    # §2a: sentence-transformers fit() defaults, batch 8, 20 epochs; §8.11.
+    "bi-encoder": {"pooling": "mean", "loss": "cosine", "lr": 2e-5, "weight_decay": 0.01, "warmup_steps": 100, "batch_size": 8, "steps_per_epoch": 64, "epochs": 20, "max_len": 512},
+    # §2b + §3: DPR dual encoder, batch 48, lr 1e-5, grad clip 2.0, max length 256; w_s 0.01, w_l 0.001.
+    "contrastive": {"pooling": "cls", "loss": "in-batch", "lr": 1e-5, "batch_size": 48, "steps_per_epoch": 64, "epochs": 20, "max_len": 256, "max_grad_norm": 2.0},
+    # §4: AdamW 5e-5, max length 32, RTL weight 1.0 (paper; the code uses 0.1), 2 RTL layers.
+    "dap": {"pooling": "cls", "loss": "tr+rtl", "lr": 5e-5, "batch_size": 128, "steps_per_epoch": 64, "epochs": 20, "max_len": 32},
+    # §5: Adam 3e-5 with warm-up, micro-batches of 32 windows, tau 0.1, bank 32,768 per language.
+    "ccp": {"pooling": "cls", "loss": "ccp+mlm", "lr": 3e-5, "warmup_steps": 100, "batch_size": 32, "steps_per_epoch": 64, "epochs": 20, "max_len": 128},
+}
+
+SHARED_DEFAULTS: dict[str, Any] = {"weight_decay": 0.0, "warmup_steps": 0, "max_grad_norm": 1.0}
+
+
+def _help(text: str, default: Any = None) -> Any:
+    return field(default=default, metadata={"help": text})
+
+
+@dataclass
+class TrainArguments:
+    """Everything a training run depends on; see MODELS.md for each model's recipe."""
+
+    model: str = _help(f"which baseline to train: {', '.join(MODELS)}", "cross-encoder")
+    data: str = _help("a build or download root (the folder holding BI-139/, MULTI-8/, DOCS/)", "")
+    init: str = _help("local HuggingFace model directory to start from (e.g. bert-base-multilingual-cased saved locally)", "")
+    out: str = _help("run directory: args, checkpoints, the best model and evaluations", "")
+    dataset: str = _help("query set: bi139-base, bi139-full or multi8", "bi139-base")
+    src: str = _help("query language(s): a code, a comma list, or 'all' (the MULTI-8 languages)", "en")
+    tgt: str = _help("document language(s): a code, a comma list, or 'all'; 'all'/'all' on multi8 = the 56 directions (MM)", "de")
+    loss: str | None = _help("cross-encoder: hinge|softmax_pair; bi-encoder: cosine|in-batch", None)
+    epochs: int | None = _help("epochs; an epoch is --steps-per-epoch optimizer steps, then a dev evaluation", None)
+    steps_per_epoch: int | None = _help("optimizer steps per epoch", None)
+    batch_size: int | None = _help("examples per optimizer step (pairs, triples, parallel pairs or windows)", None)
+    grad_accum: int = _help("split each step's batch into this many micro-batches (same result, less memory)", 1)
+    lr: float | None = _help("learning rate of the encoder", None)
+    head_lr: float | None = _help("learning rate of task heads (cross-encoder's linear layer); default = --lr", None)
+    weight_decay: float | None = _help("AdamW weight decay (default 0)", None)
+    warmup_steps: int | None = _help("linear warm-up steps, then linear decay to 0; 0 = constant rate (default 0)", None)
+    max_grad_norm: float | None = _help("gradient clipping norm (default 1.0)", None)
+    max_len: int | None = _help("maximum sequence length in wordpieces", None)
+    pooling: str | None = _help("sentence vector of the encoders: cls or mean (bi-encoder: mean, §2a; others: cls)", None)
+    max_query_len: int = _help("maximum query length in wordpieces (cross-encoder, §1)", 20)
+    temperature: float = _help("semaCL temperature (§3; unreported, ours 0.05)", 0.05)
+    semantic_weight: float = _help("weight of semaCL in the contrastive model (§3)", 0.01)
+    language_weight: float = _help("weight of langCL in the contrastive model (§3)", 0.001)
+    parallel: str = _help("parallel pairs mined from the build: title or lead (first sentences)", "title")
+    rtl_weight: float = _help("weight of DAP's RTL loss (§4, §8.8: paper 1.0, code 0.1)", 1.0)
+    rtl_layers: int = _help("transformer layers of DAP's RTL head (§4: K=2)", 2)
+    ccp_temperature: float = _help("CCP temperature (§5: 0.1)", 0.1)
+    ccp_bank: int = _help("CCP memory bank size per language (§5: 32,768)", 32768)
+    ccp_window: int = _help("CCP context window in sentences (§5: 5)", 5)
+    mlm_probability: float = _help("CCP: chance that a step is an MLM step instead of a CCP step (§5)", 0.5)
+    calibration_docs: int = _help("CCP: documents per language for the calibration's mean and spread (§5, §8.10)", 2000)
+    dev_split: str = _help("split evaluated after every epoch to keep the best checkpoint", "dev")
+    dev_queries: int = _help("evaluate on the first N dev queries per direction (0 = all)", 200)
+    save_steps: int = _help("also checkpoint every N optimizer steps (0 = only at epoch ends)", 0)
+    eval_batch_size: int = _help("sequences per forward pass when scoring candidates", 64)
+    seed: int = _help("seed of sampling, dropout and initialisation of heads", 42)
+    device: str = _help("auto, cpu, cuda or cuda:N", "auto")
+    bf16: bool = _help("bf16 autocast on CUDA (ignored on CPU)", True)
+    overwrite: bool = _help("start over in a run directory that already holds another run", False)
+
+    def resolved(self) -> "TrainArguments":
+        """A copy with every ``None`` replaced by the model's default; checks the model name."""
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}; expected one of {', '.join(MODELS)}")
+        values = dataclasses.asdict(self)
+        for name, default in {**SHARED_DEFAULTS, **MODEL_DEFAULTS[self.model]}.items():
+            if values[name] is None:
+                values[name] = default
+        if values["head_lr"] is None:
+            values["head_lr"] = values["lr"]
+        return TrainArguments(**values)
+
+    def save(self, path: str | Path) -> None:
+        from clirmatrix.pipeline.localio import atomic_write
+
+        with atomic_write(path) as out:
+            out.write(json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True).encode() + b"\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "TrainArguments":
+        values = json.loads(Path(path).read_text())
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"{path}: unknown settings {', '.join(unknown)}")
+        return cls(**values)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The settings that must match for a run to be resumed (not paths or evaluation sizes)."""
+        values = dataclasses.asdict(self)
+        for name in ("out", "overwrite", "device", "eval_batch_size", "data", "init"):
+            values.pop(name)
+        return values

@@ -1,0 +1,106 @@
+"""``clirmatrix train`` and ``clirmatrix evaluate``.
+
+The train flags are the fields of :class:`~clirmatrix.models.arguments.TrainArguments`
+(one ``--flag`` per field, its help from the field), so the dataclass, the CLI and
+``args.json`` never disagree. torch is imported only when a command runs.
+
+    clirmatrix train --model cross-encoder --data OUT --src en --tgt de \\
+        --init ~/models/bert-base-multilingual-cased --out runs/en-de
+    clirmatrix evaluate --run runs/en-de --data OUT --split test1
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from pathlib import Path
+
+import click
+
+from clirmatrix.models.arguments import MODELS, TrainArguments
+
+INSTALL_HINT = (
+    "this command needs the train extra; on a CPU machine: pip install torch==2.13.0 && pip install 'clirmatrix[train]' "
+    "(GPU users install their own torch first)"
+)
+
+
+def _require_torch() -> None:
+    import importlib.util
+
+    missing = [name for name in ("torch", "transformers", "ir_measures") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise click.ClickException(f"{INSTALL_HINT} (missing: {', '.join(missing)})")
+
+
+def _option_type(field: dataclasses.Field, hint: object) -> dict:
+    """Click settings of one dataclass field."""
+    base = [arg for arg in typing.get_args(hint) if arg is not type(None)] or [hint]
+    kind = base[0]
+    settings: dict = {"default": field.default, "help": field.metadata.get("help", ""), "show_default": field.default not in (None, "")}
+    if field.name == "model":
+        settings["type"] = click.Choice(MODELS)
+    elif kind is bool:
+        settings["is_flag"] = True
+    else:
+        settings["type"] = kind
+    return settings
+
+
+def _train_options(function):
+    hints = typing.get_type_hints(TrainArguments)
+    for field in reversed(dataclasses.fields(TrainArguments)):
+        settings = _option_type(field, hints[field.name])
+        flag = "--" + field.name.replace("_", "-")
+        if settings.get("is_flag"):
+            flag = f"{flag}/--no-{field.name.replace('_', '-')}"
+            settings.pop("is_flag")
+        function = click.option(flag, field.name, **settings)(function)
+    return function
+
+
+@click.command()
+@_train_options
+def train(**values) -> None:
+    """Train a baseline of MODELS.md on a build or download (resumes a run in --out)."""
+    _require_torch()
+    from clirmatrix.models.train import run_training
+
+    for name in ("data", "init", "out"):
+        if not values[name]:
+            raise click.UsageError(f"--{name} is required")
+    args = TrainArguments(**values)
+    state = run_training(args)
+    click.echo(f"{state.step} steps; best dev nDCG@10 {state.best_score:.4f} at step {state.best_step}; run in {args.out}")
+
+
+@click.command()
+@click.option("--run", "runs", multiple=True, required=True, help="Run directory of clirmatrix train; give several bilingual runs with --mixed to merge them.")
+@click.option("--data", required=True, type=click.Path(exists=True, file_okay=False), help="Build or download root holding the split.")
+@click.option("--split", type=click.Choice(["dev", "test1", "test2"]), default="test1", show_default=True)
+@click.option("--dataset", default=None, help="Query set (default: the run's).")
+@click.option("--src", default=None, help="Query language(s) (default: the run's); other languages give zero-shot results.")
+@click.option("--tgt", default=None, help="Document language(s) (default: the run's).")
+@click.option("--mixed", is_flag=True, help="MULTI-8 mixed-language retrieval of --src queries over the other 7 languages.")
+@click.option("--limit", type=click.IntRange(min=0), default=0, help="Only the first N queries per direction (0 = all).")
+@click.option("--out", "out_dir", default=None, help="Where results go (default: RUN/eval).")
+@click.option("--device", default="auto", show_default=True)
+def evaluate(runs: tuple[str, ...], data: str, split: str, dataset: str | None, src: str | None, tgt: str | None, mixed: bool, limit: int, out_dir: str | None, device: str) -> None:
+    """Re-rank a split's candidates with trained runs; nDCG@10, MRR@100 and R@100 as JSON and a table."""
+    _require_torch()
+    from clirmatrix.models.evaluate import evaluate_mixed, evaluate_run, save_rows
+    from clirmatrix.models.metrics import format_table
+
+    if mixed:
+        if not src:
+            raise click.UsageError("--mixed needs --src (the query language)")
+        rows = [evaluate_mixed(runs, data, split, src, limit, device)]
+        name = f"multi8.{src}.mixed.{split}"
+    else:
+        if len(runs) > 1:
+            raise click.UsageError("several --run are only merged with --mixed; evaluate runs one at a time otherwise")
+        rows = evaluate_run(runs[0], data, split, dataset, src, tgt, limit, device)
+        name = f"{rows[0].dataset}.{split}"
+    json_path, _ = save_rows(rows, Path(out_dir or Path(runs[0]) / "eval"), name)
+    click.echo(format_table(rows))
+    click.echo(f"results: {json_path}")

@@ -1,0 +1,174 @@
+"""``clirmatrix evaluate``: re-rank the candidates of a split with a trained run and score it.
+
+Single-direction results re-rank each query's candidates (MODELS.md §1
+"Evaluation"). Mixed-language MULTI-8 results (§1 "MULTI-8") pool a query's
+candidates in the seven other languages: one multilingual run scores them
+directly, several bilingual runs (one per target) are merged by z-score.
+Results go to ``RUN_DIR/eval/{dataset}.{split}.json`` and ``.txt``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from itertools import islice
+from pathlib import Path
+
+import torch
+
+from clirmatrix.models.arguments import TrainArguments
+from clirmatrix.models.data import DocStore
+from clirmatrix.models.distributed import pick_device
+from clirmatrix.models.metrics import (
+    MIXED,
+    NDCG10,
+    Evaluation,
+    ResultRow,
+    evaluate_rankings,
+    mixed_qrels,
+    mixed_ranking,
+    write_results,
+    zscore_merge,
+)
+from clirmatrix.models.recipes import recipe_class
+from clirmatrix.models.recipes.base import Recipe, resolve_directions
+from clirmatrix.pipeline import layout
+from clirmatrix.pipeline.jsonl import QueryRecord, iter_queries
+from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
+
+QUERIES_PER_BATCH = 8
+BACKBONE = "backbone"
+
+
+def query_records(root: str | Path, dataset: str, src: str, tgt: str, split: str, limit: int = 0) -> Iterator[QueryRecord]:
+    """The split's records in file order (the first ``limit`` when > 0), streamed."""
+    path = Path(root) / layout.query_file(dataset, src, tgt, split)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is not there; fetch it with: clirmatrix download {dataset} --src {src} --tgt {tgt} --split {split}")
+    records = iter_queries(path)
+    return islice(records, limit) if limit > 0 else records
+
+
+def score_records(recipe: Recipe, src: str, tgt: str, records: Sequence[QueryRecord], docs: DocStore) -> list[list[float]]:
+    """The recipe's scores of each record's candidates, in candidate order."""
+    ranker = recipe.ranker()
+    texts = [docs.get_many([doc_id for doc_id, _ in record.tgt_results]) for record in records]
+    return ranker.score(src, tgt, [record.src_query for record in records], texts)
+
+
+def rerank(recipe: Recipe, root: str | Path, dataset: str, src: str, tgt: str, split: str, limit: int = 0) -> Evaluation:
+    """Re-rank the candidates of one direction and split; the measures of the result."""
+    recipe.module.eval()
+    docs = recipe.docs(tgt) if Path(root) == Path(recipe.args.data) else DocStore(root, tgt)
+    qrels: dict[str, dict[str, int]] = {}
+    rankings: dict[str, list[tuple[str, float]]] = {}
+    records = query_records(root, dataset, src, tgt, split, limit)
+    while batch := list(islice(records, QUERIES_PER_BATCH)):
+        for record, scores in zip(batch, score_records(recipe, src, tgt, batch, docs)):
+            qrels[record.src_id] = dict(record.tgt_results)
+            rankings[record.src_id] = [(doc_id, score) for (doc_id, _), score in zip(record.tgt_results, scores)]
+    return evaluate_rankings(qrels, rankings)
+
+
+def dev_score(recipe: Recipe) -> float:
+    """Mean dev nDCG@10 over the run's directions: what selects the best checkpoint."""
+    args = recipe.args
+    scores = [rerank(recipe, args.data, args.dataset, s, t, args.dev_split, args.dev_queries).measures[NDCG10] for s, t in recipe.directions]
+    return sum(scores) / len(scores)
+
+
+def load_run(run_dir: str | Path, device: str = "auto", data: str | None = None) -> Recipe:
+    """The best model of a finished (or interrupted) run, rebuilt from the run directory alone."""
+    run_dir = Path(run_dir)
+    args_path = run_dir / "args.json"
+    best = run_dir / "best" / "model.pt"
+    if not args_path.is_file():
+        raise FileNotFoundError(f"{run_dir} is not a training run (no args.json); train one with clirmatrix train")
+    if not best.is_file():
+        raise FileNotFoundError(f"{best} is missing: the run has not finished an epoch yet")
+    args = TrainArguments.load(args_path).resolved()
+    if data is not None:
+        args.data = data
+    recipe = recipe_class(args.model)(args, run_dir / BACKBONE, pick_device(device), pretrained=False)
+    saved = torch.load(best, map_location=recipe.device, weights_only=False)
+    recipe.module.load_state_dict(saved["model"])
+    recipe.load_extra_state(saved["extra"])
+    recipe.load_finished(run_dir)
+    recipe.module.eval()
+    return recipe
+
+
+def training_kind(recipe: Recipe) -> str:
+    """``mm`` for a run over several directions (the multilingual model), else ``bm``."""
+    return "mm" if len(recipe.directions) > 1 else "bm"
+
+
+def evaluate_run(
+    run_dir: str | Path,
+    data: str | Path,
+    split: str,
+    dataset: str | None = None,
+    src: str | None = None,
+    tgt: str | None = None,
+    limit: int = 0,
+    device: str = "auto",
+) -> list[ResultRow]:
+    """One result per direction: the run's own directions unless ``src``/``tgt`` name others (zero-shot)."""
+    recipe = load_run(run_dir, device, str(data))
+    dataset = dataset or recipe.args.dataset
+    directions = resolve_directions(src or recipe.args.src, tgt or recipe.args.tgt)
+    rows = []
+    for s, t in directions:
+        evaluation = rerank(recipe, data, dataset, s, t, split, limit)
+        rows.append(ResultRow.from_evaluation(evaluation, model=Path(run_dir).name, dataset=dataset, src=s, tgt=t, split=split, training=training_kind(recipe)))
+    return rows
+
+
+def evaluate_mixed(runs: Sequence[str | Path], data: str | Path, split: str, src: str, limit: int = 0, device: str = "auto") -> ResultRow:
+    """MULTI-8 mixed-language retrieval for queries in ``src`` (MODELS.md §1).
+
+    One run: a multilingual model scoring all candidates of the 7 targets directly.
+    Several runs: bilingual models, each covering ``src``->T for some T; their
+    scores are z-normalised per (query, T) and merged.
+    """
+    recipes = [load_run(run, device, str(data)) for run in runs]
+    targets = [lang for lang in MULTI8_LANGUAGES if lang != src]
+    by_target = {}
+    for tgt in targets:
+        owners = [recipe for recipe in recipes if (src, tgt) in recipe.directions]
+        if not owners:
+            raise ValueError(f"no run covers {src}->{tgt}; give a multilingual run or one bilingual run per target")
+        by_target[tgt] = owners[0]
+    merge = len(recipes) > 1
+    records = {tgt: query_records(data, "multi8", src, tgt, split, limit) for tgt in targets}
+    qrels: dict[str, dict[str, int]] = {}
+    rankings: dict[str, list[tuple[str, float]]] = {}
+    while True:
+        batches = {tgt: list(islice(records[tgt], QUERIES_PER_BATCH)) for tgt in targets}
+        if not any(batches.values()):
+            break
+        scored = {tgt: score_records(by_target[tgt], src, tgt, batches[tgt], by_target[tgt].docs(tgt)) for tgt in targets}
+        for position, record in enumerate(batches[targets[0]]):
+            lists, labels = {}, {}
+            for tgt in targets:
+                aligned = batches[tgt][position]
+                if aligned.src_id != record.src_id:
+                    raise ValueError(f"MULTI-8 {src}->{tgt} {split}: query {position} is {aligned.src_id}, not {record.src_id} as in {src}->{targets[0]}")
+                lists[tgt] = [(doc_id, score) for (doc_id, _), score in zip(aligned.tgt_results, scored[tgt][position])]
+                labels[tgt] = dict(aligned.tgt_results)
+            if merge:
+                merged = zscore_merge(lists)
+            else:
+                merged = sorted(((t, d, s) for t, pairs in lists.items() for d, s in pairs), key=lambda item: -item[2])
+            qrels[record.src_id] = mixed_qrels(labels)
+            rankings[record.src_id] = mixed_ranking(merged)
+    evaluation = evaluate_rankings(qrels, rankings)
+    name = Path(runs[0]).name if not merge else "+".join(Path(run).name for run in runs)
+    return ResultRow.from_evaluation(evaluation, model=name, dataset="multi8", src=src, tgt=MIXED, split=split, training="bm" if merge else "mm")
+
+
+def save_rows(rows: Sequence[ResultRow], out_dir: Path, name: str) -> tuple[Path, Path]:
+    """``{name}.json`` and ``{name}.txt`` under ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, table_path = out_dir / f"{name}.json", out_dir / f"{name}.txt"
+    write_results(json_path, rows, path_table=table_path)
+    return json_path, table_path

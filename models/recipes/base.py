@@ -1,0 +1,202 @@
+"""What every training recipe shares: the directions, the stores, the collator, the rankers.
+
+A recipe is one ``--model`` of MODELS.md: it builds its network from a masked-LM
+backbone, draws one micro-batch per call to :meth:`Recipe.losses` from a seeded
+``random.Random``, and hands evaluation a :class:`Ranker` that scores a query's
+candidates. The trainer knows nothing else about it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+from torch import nn
+
+from clirmatrix.models.arguments import TrainArguments
+from clirmatrix.models.collate import Collator
+from clirmatrix.models.data import DocStore, ParallelPair, QueryRecord, QueryStore, mine_parallel_pairs
+from clirmatrix.models.modeling.encoder import Encoder, load_masked_lm, load_tokenizer
+from clirmatrix.pipeline.config import comma_list
+from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
+
+# Each yielded dict is back-propagated at once (the sum of its weighted terms); terms
+# computed on separate batches come in separate dicts so their graphs never coexist ([H] §4).
+T = TypeVar("T")
+LossTerms = Iterator[dict[str, torch.Tensor]]
+
+
+def resolve_directions(src: str, tgt: str) -> list[tuple[str, str]]:
+    """``en``/``de`` -> [(en, de)]; comma lists and ``all`` (the MULTI-8 languages) expand to every pair."""
+
+    def langs(value: str) -> list[str]:
+        return list(MULTI8_LANGUAGES) if value.strip() == "all" else comma_list(value)
+
+    directions = [(s, t) for s in langs(src) for t in langs(tgt) if s != t]
+    if not directions:
+        raise ValueError(f"--src {src} --tgt {tgt} name no direction (source and target must differ)")
+    return directions
+
+
+class Ranker:
+    """Scores each query's candidate documents; higher is better. Subclasses fill :meth:`score`."""
+
+    def score(self, src: str, tgt: str, queries: Sequence[str], docs: Sequence[Sequence[str]]) -> list[list[float]]:
+        raise NotImplementedError
+
+
+class DualEncoderRanker(Ranker):
+    """Embed queries and documents apart, then compare them by cosine or dot product."""
+
+    def __init__(self, recipe: "Recipe", query_encoder: Encoder, doc_encoder: Encoder, similarity: str) -> None:
+        self.recipe = recipe
+        self.query_encoder = query_encoder
+        self.doc_encoder = doc_encoder
+        self.similarity = similarity
+
+    def embed(self, encoder: Encoder, lang: str, texts: Sequence[str], into: str | None = None) -> torch.Tensor:
+        """Embeddings of ``texts`` (a recipe may post-process them, as CCP's calibration does)."""
+        size = self.recipe.args.eval_batch_size
+        parts = [encoder(self.recipe.collator.texts(texts[i : i + size])).float() for i in range(0, len(texts), size)]
+        return torch.cat(parts) if parts else torch.zeros(0, encoder.hidden_size)
+
+    @torch.no_grad()
+    def score(self, src: str, tgt: str, queries: Sequence[str], docs: Sequence[Sequence[str]]) -> list[list[float]]:
+        query_vectors = self.embed(self.query_encoder, src, list(queries), into=tgt)
+        flat = [text for candidates in docs for text in candidates]
+        doc_vectors = self.embed(self.doc_encoder, tgt, flat)
+        if self.similarity == "cosine":
+            query_vectors = nn.functional.normalize(query_vectors, dim=-1)
+            doc_vectors = nn.functional.normalize(doc_vectors, dim=-1)
+        scores, start = [], 0
+        for query_vector, candidates in zip(query_vectors, docs):
+            block = doc_vectors[start : start + len(candidates)]
+            scores.append((block @ query_vector).tolist())
+            start += len(candidates)
+        return scores
+
+
+class Recipe:
+    """Base of the five recipes; ``build``, ``losses`` and ``ranker`` are theirs to define."""
+
+    def __init__(self, args: TrainArguments, backbone: str | Path, device: torch.device, pretrained: bool = True) -> None:
+        """``backbone`` is ``--init`` when training, or the run's config-only copy (``pretrained=False``) when loading."""
+        self.args = args
+        self.device = device
+        self.directions = resolve_directions(args.src, args.tgt)
+        self.tokenizer = load_tokenizer(backbone)
+        self.collator = Collator(self.tokenizer, args.max_len, args.max_query_len, device)
+        self.module = self.build(load_masked_lm(backbone, weights=pretrained)).to(device)
+        self._docs: dict[str, DocStore] = {}
+        self._queries: list[QueryStore] | None = None
+        self._pairs: list[ParallelPair] | None = None
+
+    # -- what a recipe defines ---------------------------------------------------------
+
+    def build(self, masked_lm: nn.Module) -> nn.Module:
+        """The trainable network (an ``nn.ModuleDict`` or module) from the loaded masked LM."""
+        raise NotImplementedError
+
+    def losses(self, rng: random.Random, size: int, step: int) -> LossTerms:
+        """Draw a micro-batch of ``size`` examples for optimizer step ``step`` and yield its loss terms.
+
+        Terms are unweighted (so logs compare across weights); :meth:`weight` scales them.
+        """
+        raise NotImplementedError
+
+    def weight(self, term: str) -> float:
+        """The weight of a named loss term in the objective (1 unless the recipe says otherwise)."""
+        return 1.0
+
+    def ranker(self) -> Ranker:
+        raise NotImplementedError
+
+    def param_groups(self) -> list[dict[str, Any]]:
+        """Optimizer groups; one learning rate unless a recipe has heads to treat apart."""
+        return [{"params": [p for p in self.module.parameters() if p.requires_grad], "lr": self.args.lr}]
+
+    def extra_state(self) -> dict[str, Any]:
+        """State beyond the parameters that a checkpoint must keep (CCP's memory banks)."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        pass
+
+    def finish(self, run_dir: Path) -> None:
+        """Work after the last step that evaluation needs (CCP's calibration)."""
+
+    def load_finished(self, run_dir: Path) -> None:
+        """Read back what :meth:`finish` wrote."""
+
+    # -- shared data access -------------------------------------------------------------
+
+    def docs(self, lang: str) -> DocStore:
+        if lang not in self._docs:
+            self._docs[lang] = DocStore(self.args.data, lang)
+        return self._docs[lang]
+
+    def train_queries(self) -> list[QueryStore]:
+        """The training split of every direction, in direction order."""
+        if self._queries is None:
+            self._queries = [QueryStore(self.args.data, self.args.dataset, s, t, "train") for s, t in self.directions]
+        return self._queries
+
+    def parallel_pairs(self) -> list[ParallelPair]:
+        """Title (or lead-sentence, ``--parallel lead``) pairs of the run's directions, mined from the build.
+
+        Bounded by the training queries' count, so they are kept in memory.
+        """
+        if self._pairs is None:
+            skipped: Counter = Counter()
+            mined = mine_parallel_pairs(self.args.data, self.directions, kind=self.args.parallel, dataset=self.args.dataset, skipped=skipped)
+            self._pairs = list(mined)
+            if not self._pairs:
+                raise ValueError(f"no {self.args.parallel} pairs could be mined for {self.directions} from {self.args.data} (skipped: {dict(skipped)})")
+        return self._pairs
+
+    def random_doc(self, lang: str, rng: random.Random) -> str:
+        """The text of a random document of ``lang`` among those the training queries reach."""
+        involved = [i for i, pair in enumerate(self.directions) if lang in pair]
+        for _ in range(1000):
+            index = rng.choice(involved)
+            src, _ = self.directions[index]
+            store = self.train_queries()[index]
+            record = store[rng.randrange(len(store))]
+            doc_id = record.src_id if lang == src else rng.choice(record.tgt_results)[0]
+            text = self.docs(lang).get(doc_id)
+            if text:
+                return text
+        raise ValueError(f"no document text of {lang} found for the training queries of {self.directions}")
+
+    def draw_query(self, rng: random.Random) -> tuple[tuple[str, str], QueryRecord]:
+        """A training query drawn uniformly over the union of the directions, with its direction."""
+        stores = self.train_queries()
+        position = rng.randrange(sum(len(store) for store in stores))
+        for direction, store in zip(self.directions, stores):
+            if position < len(store):
+                return direction, store[position]
+            position -= len(store)
+        raise AssertionError("unreachable: position is below the total")
+
+    def draw_examples(self, rng: random.Random, size: int, make: Callable[[tuple[str, str], QueryRecord], T | None]) -> list[T]:
+        """``size`` examples ``make(direction, record)`` from uniformly drawn queries; ``None`` = draw again."""
+        examples: list[T] = []
+        misses = 0
+        while len(examples) < size:
+            direction, record = self.draw_query(rng)
+            example = make(direction, record)
+            if example is not None:
+                examples.append(example)
+                continue
+            misses += 1
+            if misses > 1000 + 100 * size:
+                raise ValueError(f"the training queries of {self.directions} give almost no usable example for {self.args.model}")
+        return examples
+
+    def languages(self) -> list[str]:
+        """Every language of the run's directions, in first-seen order."""
+        return list(dict.fromkeys(lang for pair in self.directions for lang in pair))

@@ -1,0 +1,71 @@
+"""``--model bi-encoder``: one shared encoder, mean pooling, cosine (MODELS.md §2a).
+
+``--loss cosine`` is the dissertation's regression of cos(q, d) onto label/6 over
+pointwise (query, document, label) triples (§2a, §8.11). ``--loss in-batch`` trains
+the same network contrastively: each query's best candidate against the batch's
+other positives and hard negatives, cosine over ``--temperature``.
+"""
+
+from __future__ import annotations
+
+import random
+
+import torch
+from torch import nn
+
+from clirmatrix.models.data import QueryRecord
+from clirmatrix.models.losses import cosine_regression, in_batch_nll
+from clirmatrix.models.metrics import MAX_LABEL
+from clirmatrix.models.modeling.encoder import Encoder, base_model
+from clirmatrix.models.recipes.base import DualEncoderRanker, LossTerms, Ranker, Recipe
+from clirmatrix.models.sampling import dpr_example, pointwise_triples
+
+BI_ENCODER_LOSSES = ("cosine", "in-batch")
+
+
+class BiEncoderRecipe(Recipe):
+
+    def build(self, masked_lm: nn.Module) -> nn.Module:
+        if self.args.loss not in BI_ENCODER_LOSSES:
+            raise ValueError(f"bi-encoder loss {self.args.loss!r} is unknown; expected one of {', '.join(BI_ENCODER_LOSSES)}")
+        return Encoder(base_model(masked_lm), self.args.pooling)
+
+    def losses(self, rng: random.Random, size: int, step: int) -> LossTerms:
+        if self.args.loss == "cosine":
+            yield {"cosine": self._cosine_loss(rng, size)}
+        else:
+            queries, positives, negatives = draw_dpr_batch(self, rng, size)
+            query_vectors = self.module(self.collator.texts(queries))
+            passage_vectors = self.module(self.collator.texts(positives + negatives))
+            yield {"in_batch": in_batch_nll(query_vectors, passage_vectors, similarity="cosine", temperature=self.args.temperature)}
+
+    def _cosine_loss(self, rng: random.Random, size: int) -> torch.Tensor:
+        def triple(direction: tuple[str, str], record: QueryRecord) -> tuple[str, str, int] | None:
+            triples = pointwise_triples(record, rng)
+            if not triples:
+                return None
+            doc_id, label = rng.choice(triples)
+            return record.src_query, self.docs(direction[1])[doc_id], label
+
+        examples = self.draw_examples(rng, size, triple)
+        query_vectors = self.module(self.collator.texts([query for query, _, _ in examples]))
+        doc_vectors = self.module(self.collator.texts([doc for _, doc, _ in examples]))
+        labels = torch.tensor([label for _, _, label in examples], device=self.device)
+        return cosine_regression(query_vectors, doc_vectors, labels, max_label=MAX_LABEL)
+
+    def ranker(self) -> Ranker:
+        return DualEncoderRanker(self, self.module, self.module, "cosine")
+
+
+def draw_dpr_batch(recipe: Recipe, rng: random.Random, size: int) -> tuple[list[str], list[str], list[str]]:
+    """``size`` (query, positive, hard negative) texts (MODELS.md §2b "Data mapping")."""
+
+    def example(direction: tuple[str, str], record: QueryRecord) -> tuple[str, str, str] | None:
+        ids = dpr_example(record, rng)
+        if ids is None:
+            return None
+        docs = recipe.docs(direction[1])
+        return record.src_query, docs[ids[0]], docs[ids[1]]
+
+    examples = recipe.draw_examples(rng, size, example)
+    return [q for q, _, _ in examples], [p for _, p, _ in examples], [n for _, _, n in examples]

@@ -1,0 +1,48 @@
+"""``--model contrastive``: a DPR dual encoder with semaCL and langCL (MODELS.md §2b, §3).
+
+Each step back-propagates, one after the other ([H] §4): the in-batch retrieval
+loss L_IR on (query, best candidate, hard negative) triples with separate query and
+passage encoders; then, on the passage encoder only, semaCL over parallel pairs
+and langCL over the same pairs plus non-parallel documents of the target
+languages, weighted ``--semantic-weight`` and ``--language-weight``.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+
+from torch import nn
+
+from clirmatrix.models.losses import in_batch_nll, language_contrastive, semantic_contrastive
+from clirmatrix.models.modeling.encoder import Encoder, base_model
+from clirmatrix.models.recipes.base import DualEncoderRanker, LossTerms, Ranker, Recipe
+from clirmatrix.models.recipes.bi_encoder import draw_dpr_batch
+
+
+class ContrastiveRecipe(Recipe):
+
+    def build(self, masked_lm: nn.Module) -> nn.Module:
+        transformer = base_model(masked_lm)
+        return nn.ModuleDict({"query": Encoder(transformer, self.args.pooling), "passage": Encoder(copy.deepcopy(transformer), self.args.pooling)})
+
+    def weight(self, term: str) -> float:
+        return {"semantic": self.args.semantic_weight, "language": self.args.language_weight}.get(term, 1.0)
+
+    def losses(self, rng: random.Random, size: int, step: int) -> LossTerms:
+        queries, positives, negatives = draw_dpr_batch(self, rng, size)
+        query_vectors = self.module["query"](self.collator.texts(queries))
+        passage_vectors = self.module["passage"](self.collator.texts(positives + negatives))
+        yield {"ir": in_batch_nll(query_vectors, passage_vectors, similarity="dot")}
+        del query_vectors, passage_vectors
+        if self.args.semantic_weight == 0 and self.args.language_weight == 0:
+            return
+        pairs = [rng.choice(self.parallel_pairs()) for _ in range(size)]
+        targets = [tgt for _, tgt in self.directions]
+        extra = [self.random_doc(rng.choice(targets), rng) for _ in range(size)]
+        vectors = self.module["passage"](self.collator.texts([p.text_a for p in pairs] + [p.text_b for p in pairs] + extra))
+        side_a, side_b, others = vectors[:size], vectors[size : 2 * size], vectors[2 * size :]
+        yield {"semantic": semantic_contrastive(side_a, side_b, self.args.temperature), "language": language_contrastive(side_a, side_b, others)}
+
+    def ranker(self) -> Ranker:
+        return DualEncoderRanker(self, self.module["query"], self.module["passage"], "dot")

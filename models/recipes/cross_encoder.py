@@ -1,0 +1,73 @@
+"""``--model cross-encoder``: the dissertation's mBERT re-ranker (MODELS.md §1).
+
+Each step draws queries uniformly over the run's directions (one direction: a
+bilingual model; the 56 MULTI-8 directions: the multilingual model), a better and
+a worse candidate per query, and applies the pairwise hinge (or CEDR's pairwise
+softmax, ``--loss softmax_pair``) to their scores.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from clirmatrix.models.losses import pairwise_hinge, pairwise_softmax
+from clirmatrix.models.modeling.cross_encoder import CrossEncoder
+from clirmatrix.models.modeling.encoder import base_model
+from clirmatrix.models.recipes.base import LossTerms, Ranker, Recipe
+from clirmatrix.models.sampling import RankingPairSampler
+
+PAIR_LOSSES = {"hinge": pairwise_hinge, "softmax_pair": pairwise_softmax}
+
+
+class CrossEncoderRecipe(Recipe):
+    def build(self, masked_lm: nn.Module) -> nn.Module:
+        if self.args.loss not in PAIR_LOSSES:
+            raise ValueError(f"cross-encoder loss {self.args.loss!r} is unknown; expected one of {', '.join(PAIR_LOSSES)}")
+        return CrossEncoder(base_model(masked_lm), self.args.pooling)
+
+    def param_groups(self) -> list[dict[str, Any]]:
+        """CEDR's two rates: ``--lr`` for BERT, ``--head-lr`` for the linear score layer."""
+        head = list(self.module.score.parameters())
+        head_ids = {id(p) for p in head}
+        encoder = [p for p in self.module.parameters() if id(p) not in head_ids]
+        return [{"params": encoder, "lr": self.args.lr}, {"params": head, "lr": self.args.head_lr}]
+
+    def losses(self, rng: random.Random, size: int, step: int) -> LossTerms:
+        stores = self.train_queries()
+        sampler = RankingPairSampler(stores, rng)
+        picks = [sampler.draw() for _ in range(size)]
+        queries = [pick.record.src_query for pick in picks]
+        positives = [self.docs(self.directions[p.store_index][1])[p.pos_id] for p in picks]
+        negatives = [self.docs(self.directions[p.store_index][1])[p.neg_id] for p in picks]
+        scores = self.module(self.collator.pairs(queries + queries, positives + negatives))
+        yield {"ranking": PAIR_LOSSES[self.args.loss](scores[:size], scores[size:])}
+
+    def ranker(self) -> Ranker:
+        return CrossEncoderRanker(self)
+
+
+class CrossEncoderRanker(Ranker):
+    """Scores every (query, candidate) pair jointly, ``eval_batch_size`` pairs per forward pass."""
+
+    def __init__(self, recipe: CrossEncoderRecipe) -> None:
+        self.recipe = recipe
+
+    @torch.no_grad()
+    def score(self, src: str, tgt: str, queries: Sequence[str], docs: Sequence[Sequence[str]]) -> list[list[float]]:
+        pairs = [(query, doc) for query, candidates in zip(queries, docs) for doc in candidates]
+        size = self.recipe.args.eval_batch_size
+        flat: list[float] = []
+        for start in range(0, len(pairs), size):
+            chunk = pairs[start : start + size]
+            batch = self.recipe.collator.pairs([q for q, _ in chunk], [d for _, d in chunk])
+            flat.extend(self.recipe.module(batch).float().tolist())
+        scores, start = [], 0
+        for candidates in docs:
+            scores.append(flat[start : start + len(candidates)])
+            start += len(candidates)
+        return scores

@@ -1,0 +1,52 @@
+"""``--model dap``: translation ranking plus representation translation learning (MODELS.md §4).
+
+Pairs (x, y) are Wikidata-linked titles (or lead sentences) of the run's
+directions, x the non-English side and y the English one (src and tgt when neither
+is English). L = L_TR + ``--rtl-weight`` · L_RTL; the TR projection and the RTL
+head serve training only: retrieval compares raw CLS vectors by cosine.
+"""
+
+from __future__ import annotations
+
+import random
+
+from torch import nn
+
+from clirmatrix.models.losses import rtl_loss, translation_ranking
+from clirmatrix.models.modeling.dap import RtlHead, TranslationProjection
+from clirmatrix.models.modeling.encoder import Encoder, base_model
+from clirmatrix.models.recipes.base import DualEncoderRanker, LossTerms, Ranker, Recipe
+
+PIVOT = "en"
+TR_SCALE = 20.0  # φ = cos / 0.05 (DAP code, MODELS.md §8.8)
+IGNORE = -100
+
+
+class DapRecipe(Recipe):
+
+    def build(self, masked_lm: nn.Module) -> nn.Module:
+        encoder = Encoder(base_model(masked_lm), self.args.pooling)
+        rtl = RtlHead.from_masked_lm(masked_lm, num_layers=self.args.rtl_layers, mask_token_id=self.tokenizer.mask_token_id)
+        return nn.ModuleDict({"encoder": encoder, "projection": TranslationProjection(encoder.hidden_size), "rtl": rtl})
+
+    def weight(self, term: str) -> float:
+        return self.args.rtl_weight if term == "rtl" else 1.0
+
+    def losses(self, rng: random.Random, size: int, step: int) -> LossTerms:
+        pairs = [rng.choice(self.parallel_pairs()) for _ in range(size)]
+        english_first = [pair.lang_a == PIVOT and pair.lang_b != PIVOT for pair in pairs]
+        sources = [p.text_b if flip else p.text_a for p, flip in zip(pairs, english_first)]
+        targets = [p.text_a if flip else p.text_b for p, flip in zip(pairs, english_first)]
+        encoder, source, target = self.module["encoder"], self.collator.texts(sources), self.collator.texts(targets)
+        source_states = encoder.states(source)
+        target_cls = encoder.states(target)[:, 0]
+        projection = self.module["projection"]
+        tr = translation_ranking(projection(source_states[:, 0]), projection(target_cls), scale=TR_SCALE, similarity="cosine")
+        target_mask = target["attention_mask"].clone()
+        target_mask[:, 0] = 0  # the target's leading special token is not predicted (MODELS.md §4)
+        logits = self.module["rtl"](source_states, source["attention_mask"], target_mask)
+        labels = target["input_ids"].masked_fill(target_mask == 0, IGNORE)
+        yield {"tr": tr, "rtl": rtl_loss(logits, labels, ignore_index=IGNORE)}
+
+    def ranker(self) -> Ranker:
+        return DualEncoderRanker(self, self.module["encoder"], self.module["encoder"], "cosine")

@@ -1,0 +1,186 @@
+"""A tiny learnable CLIR build and a tiny BERT, for tests and benchmarks on a CPU.
+
+No pretrained weights can be downloaded here, so tests need a model and data they
+make themselves:
+
+- :func:`write_toy_release` writes a release (``BI-139/base`` query files and
+  ``DOCS/*.tsv.gz``, the real layout and formats) about *concepts*. Each
+  language spells every concept with its own made-up word (disjoint letters, so
+  no shared subwords), and an article's title and text are made of its entity's
+  concepts plus filler words. A query's candidates are labelled by how many
+  concepts they share with it (6 for its own article), so ranking them well
+  needs the cross-lingual dictionary, which a model can only learn from the
+  training data.
+- :func:`build_tiny_backbone` trains a WordPiece tokenizer on given texts and
+  saves it with a randomly initialised ``BertForMaskedLM``, in the HuggingFace
+  format the trainer loads with ``--init``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from clirmatrix.pipeline import layout
+from clirmatrix.pipeline.writers import docs_line, gzip_lines, query_line
+
+# Disjoint alphabets per toy language: a word of one never shares a subword with another's.
+_ALPHABETS = {
+    "en": ("bcdfg", "aeiou"),
+    "de": ("hjklm", "aeiou"),
+    "fr": ("npqrs", "aeiou"),
+    "es": ("tvwxz", "aeiou"),
+    "names": ("BCDFGHJKLMNPRST", "aeiou"),  # upper case: never a word of the languages above
+}
+
+
+@dataclass(frozen=True)
+class ToyRelease:
+    """What a test needs to know about a written toy release."""
+
+    root: Path
+    langs: tuple[str, ...]
+    splits: dict[str, int]  # split -> queries per direction
+    candidates: int
+
+
+def _lexicon(lang: str, size: int, rng: random.Random) -> list[str]:
+    consonants, vowels = _ALPHABETS[lang]
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(consonants) + rng.choice(vowels) for _ in range(3)))
+    return sorted(words)
+
+
+def write_toy_release(
+    root: str | Path,
+    langs: Sequence[str] = ("en", "de"),
+    entities: int = 400,
+    concepts: int = 24,
+    candidates: int = 20,
+    splits: dict[str, int] | None = None,
+    seed: int = 0,
+    shared_names: bool = False,
+) -> ToyRelease:
+    """Write a small learnable release under ``root``: every ordered language pair, every split.
+
+    ``splits`` maps split name to the number of query entities (train first, the
+    rest for evaluation); ids are ``{lang}{n}`` page-id strings. ``shared_names`` gives
+    every entity a name spelled alike in all languages (as many Wikipedia titles are)
+    at the start of its titles, so an exact match finds the query's own article.
+    """
+    root = Path(root)
+    splits = splits or {"train": 300, "dev": 50, "test1": 50}
+    if sum(splits.values()) > entities:
+        raise ValueError(f"splits need {sum(splits.values())} entities but only {entities} are made")
+    rng = random.Random(seed)
+    lexicons = {lang: _lexicon(lang, concepts + 6, rng) for lang in langs}  # last 6 words are filler
+    topics: list[tuple[int, int, int]] = []
+    seen_titles: set[tuple[int, int]] = set()
+    while len(topics) < entities:
+        topic = tuple(rng.sample(range(concepts), 3))
+        if topic[:2] not in seen_titles:
+            seen_titles.add(topic[:2])
+            topics.append(topic)
+
+    names = _lexicon("names", entities, rng) if shared_names else []
+
+    def title(lang: str, entity: int) -> str:
+        words = [lexicons[lang][c] for c in topics[entity][:2]]
+        return " ".join(names[entity : entity + 1] + words)
+
+    def text(lang: str, entity: int, draw: random.Random) -> str:
+        words = lexicons[lang]
+        sentences = []
+        for _ in range(4):
+            sentence = [words[c] for c in topics[entity]] + [words[concepts + draw.randrange(6)] for _ in range(3)]
+            draw.shuffle(sentence)
+            sentences.append(" ".join(sentence) + ".")
+        return " ".join(sentences)
+
+    for lang in langs:
+        draw = random.Random(f"{seed}:{lang}")
+        path = root / layout.docs_file("docs", lang)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with gzip_lines(str(path)) as out:
+            for entity in range(entities):
+                out.write(docs_line(f"{lang}{entity}", f"{title(lang, entity)}. {text(lang, entity, draw)}"))
+
+    first = 0
+    ranges: dict[str, range] = {}
+    for split, count in splits.items():
+        ranges[split] = range(first, first + count)
+        first += count
+    for src in langs:
+        for tgt in langs:
+            if src == tgt:
+                continue
+            for split, entity_range in ranges.items():
+                draw = random.Random(f"{seed}:{src}:{tgt}:{split}")
+                path = root / layout.query_file("bi139-base", src, tgt, split)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with gzip_lines(str(path)) as out:
+                    for entity in entity_range:
+                        results = _judged(entity, topics, entity_range, candidates, draw)
+                        out.write(query_line(f"{src}{entity}", title(src, entity), [(f"{tgt}{doc}", label) for doc, label in results]))
+    return ToyRelease(root, tuple(langs), dict(splits), candidates)
+
+
+def _judged(entity: int, topics: list[tuple[int, int, int]], pool: range, candidates: int, draw: random.Random) -> list[tuple[int, int]]:
+    """The entity's own article (6), articles with one or both title concepts (2 per concept), label-0 filler.
+
+    Labels follow the query's title alone, so they are learnable from the query text.
+    Candidates come from the split's own entities (``pool``): a model cannot score
+    evaluation articles by what it memorised about them as training candidates.
+    """
+    title = set(topics[entity][:2])
+    overlap = {doc: len(title & set(topics[doc])) for doc in pool if doc != entity}
+    related = sorted((doc for doc, shared in overlap.items() if shared), key=lambda doc: (-overlap[doc], doc))
+    related = related[: candidates // 2]
+    unrelated = [doc for doc, shared in overlap.items() if not shared]
+    filler = draw.sample(unrelated, candidates - 1 - len(related))
+    return [(entity, 6)] + [(doc, 2 * overlap[doc]) for doc in related] + [(doc, 0) for doc in filler]
+
+
+def build_tiny_backbone(
+    out_dir: str | Path,
+    texts: Iterable[str],
+    vocab_size: int = 500,
+    hidden_size: int = 64,
+    layers: int = 2,
+    heads: int = 2,
+    max_positions: int = 256,
+    seed: int = 0,
+) -> Path:
+    """Save a WordPiece tokenizer trained on ``texts`` and a random ``BertForMaskedLM`` to ``out_dir``."""
+    import torch
+    from tokenizers import BertWordPieceTokenizer
+    from tokenizers.processors import TemplateProcessing
+    from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    wordpiece = BertWordPieceTokenizer(lowercase=False, strip_accents=False)
+    wordpiece.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=1, show_progress=False)
+    cls, sep = wordpiece.token_to_id("[CLS]"), wordpiece.token_to_id("[SEP]")
+    wordpiece.post_processor = TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    specials = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]", "mask_token": "[MASK]"}
+    names = ["input_ids", "token_type_ids", "attention_mask"]
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=wordpiece, model_max_length=max_positions, model_input_names=names, **specials)
+    tokenizer.save_pretrained(out_dir)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=hidden_size * 4,
+        max_position_embeddings=max_positions,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(seed)
+    BertForMaskedLM(config).save_pretrained(out_dir)
+    return out_dir

@@ -1,0 +1,113 @@
+"""``clirmatrix train``: check the inputs, seed, build the recipe, train, keep the best model.
+
+A run directory holds ``args.json`` (the resolved settings), ``backbone/`` (config
+and tokenizer of ``--init``, no weights), ``checkpoints/`` (the last two, for
+resuming), ``best/model.pt`` (best dev nDCG@10), ``log.jsonl`` (one line per epoch)
+and ``state.json`` once training ends. Rerunning the same command resumes; other
+settings in a used directory need ``--overwrite``.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from clirmatrix.models import distributed
+from clirmatrix.models.arguments import TrainArguments
+from clirmatrix.models.evaluate import BACKBONE, dev_score
+from clirmatrix.models.modeling.encoder import check_model_dir, save_backbone_files
+from clirmatrix.models.recipes import recipe_class
+from clirmatrix.models.trainer import BEST, TrainState, Trainer
+
+ARGS = "args.json"
+
+
+class RunDirError(ValueError):
+    """The run directory holds a different run."""
+
+
+def prepare_run_dir(args: TrainArguments, process: distributed.Process) -> bool:
+    """Make ``args.out`` ready; True when it already holds this very run (resume)."""
+    run_dir = Path(args.out)
+    saved = run_dir / ARGS
+    if saved.is_file():
+        previous = TrainArguments.load(saved)
+        if previous.fingerprint() == args.fingerprint():
+            return True
+        if not args.overwrite:
+            changed = sorted(k for k, v in args.fingerprint().items() if previous.fingerprint().get(k) != v)
+            raise RunDirError(f"{run_dir} holds a run with other settings ({', '.join(changed)}); pass --overwrite to replace it or choose another --out")
+    elif run_dir.is_dir() and any(run_dir.iterdir()) and not args.overwrite:
+        raise RunDirError(f"{run_dir} is not empty and holds no run; pass --overwrite or choose another --out")
+    if process.main:
+        if run_dir.is_dir():
+            shutil.rmtree(run_dir)
+        run_dir.mkdir(parents=True)
+        save_backbone_files(args.init, run_dir / BACKBONE)
+        args.save(saved)
+    distributed.barrier(process)
+    return False
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def run_training(args: TrainArguments, show_progress: bool = True) -> TrainState:
+    """Train (or resume) a run; returns its final state."""
+    args = args.resolved()
+    if not Path(args.data).is_dir():
+        raise FileNotFoundError(f"--data {args.data} is not a folder; build one with clirmatrix build or fetch one with clirmatrix download")
+    check_model_dir(args.init)
+    if not args.out:
+        raise ValueError("--out (the run directory) is required")
+    process, device = distributed.start(args.device)
+    prepare_run_dir(args, process)
+    run_dir = Path(args.out)
+    seed_everything(args.seed)
+    recipe = recipe_class(args.model)(args, args.init, device)
+    trainer = Trainer(recipe, args, run_dir, dev_score=lambda: dev_score(recipe), process=process)
+    resumed_at = trainer.state.step if trainer.resume() else None
+    with _progress(show_progress and process.main, trainer.total_steps, args.steps_per_epoch, resumed_at) as update:
+        state = trainer.train(update)
+    best = torch.load(run_dir / BEST / "model.pt", map_location=device, weights_only=False)
+    recipe.module.load_state_dict(best["model"])
+    recipe.load_extra_state(best["extra"])
+    if process.main:
+        recipe.finish(run_dir)
+    trainer.write_state()
+    distributed.barrier(process)
+    return state
+
+
+class _progress:
+    """A rich progress bar of optimizer steps with the running mean losses; silent when off."""
+
+    def __init__(self, enabled: bool, total: int, steps_per_epoch: int, resumed_at: int | None) -> None:
+        self.enabled, self.total, self.steps_per_epoch, self.resumed_at = enabled, total, steps_per_epoch, resumed_at
+        self.bar = None
+
+    def __enter__(self):
+        if not self.enabled:
+            return None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("training"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), TextColumn("{task.fields[losses]}"))
+        self.bar.start()
+        self.task = self.bar.add_task("train", total=self.total, completed=self.resumed_at or 0, losses="")
+        return self.update
+
+    def update(self, step: int, total: int, epoch_losses: dict[str, float]) -> None:
+        in_epoch = (step - 1) % self.steps_per_epoch + 1
+        text = " ".join(f"{name} {value / in_epoch:.4f}" for name, value in epoch_losses.items())
+        self.bar.update(self.task, completed=step, losses=text)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()

@@ -1,0 +1,191 @@
+"""The training loop, and only the loop: steps, accumulation, checkpoints, dev selection.
+
+Reproducible and resumable by construction: the examples and the dropout of step
+``n`` are drawn from generators seeded by ``(seed, rank, n)``, so a run resumed from
+any checkpoint takes exactly the steps an uninterrupted run would have taken.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from clirmatrix.models import distributed
+from clirmatrix.models.arguments import TrainArguments
+from clirmatrix.models.recipes.base import Recipe
+from clirmatrix.pipeline.localio import atomic_write
+
+CHECKPOINTS = "checkpoints"
+BEST = "best"
+KEEP_CHECKPOINTS = 2
+
+
+@dataclass
+class TrainState:
+    """Progress saved in every checkpoint and as ``state.json`` when training ends."""
+
+    step: int = 0
+    best_score: float = -math.inf
+    best_step: int = 0
+    history: list[dict] = field(default_factory=list)  # one entry per epoch: mean losses, dev score
+    done: bool = False
+
+
+def save_torch(obj: object, path: Path) -> None:
+    """``torch.save`` to a temporary name, then rename: a killed run leaves no truncated file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(path.name + ".tmp")
+    torch.save(obj, temp)
+    temp.replace(path)
+
+
+class Trainer:
+    """Runs a recipe's steps: ``epochs`` x ``steps_per_epoch`` optimizer steps of ``batch_size`` examples."""
+
+    def __init__(
+        self,
+        recipe: Recipe,
+        args: TrainArguments,
+        run_dir: Path,
+        dev_score: Callable[[], float],
+        process: distributed.Process = distributed.Process(),
+    ) -> None:
+        if args.batch_size % args.grad_accum:
+            raise ValueError(f"--batch-size {args.batch_size} is not a multiple of --grad-accum {args.grad_accum}")
+        self.recipe = recipe
+        self.args = args
+        self.run_dir = run_dir
+        self.dev_score = dev_score
+        self.process = process
+        self.parameters = [p for group in recipe.param_groups() for p in group["params"]]
+        self.optimizer = torch.optim.AdamW(recipe.param_groups(), weight_decay=args.weight_decay, eps=1e-8)
+        self.total_steps = args.epochs * args.steps_per_epoch
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._rate)
+        self.state = TrainState()
+        self.use_bf16 = args.bf16 and recipe.device.type == "cuda"
+
+    def _rate(self, step: int) -> float:
+        """Linear warm-up then linear decay to 0; constant when there is no warm-up."""
+        warmup = self.args.warmup_steps
+        if warmup <= 0:
+            return 1.0
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (self.total_steps - step) / max(1, self.total_steps - warmup))
+
+    # -- checkpoints -------------------------------------------------------------------
+
+    def latest_checkpoint(self) -> Path | None:
+        found = sorted((self.run_dir / CHECKPOINTS).glob("step-*/state.pt"))
+        return found[-1] if found else None
+
+    def resume(self) -> bool:
+        """Load the newest checkpoint of this run, if there is one."""
+        path = self.latest_checkpoint()
+        if path is None:
+            return False
+        saved = torch.load(path, map_location=self.recipe.device, weights_only=False)
+        self.recipe.module.load_state_dict(saved["model"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.scheduler.load_state_dict(saved["scheduler"])
+        self.recipe.load_extra_state(saved["extra"])
+        self.state = TrainState(**saved["state"])
+        return True
+
+    def checkpoint(self) -> None:
+        if not self.process.main:
+            return
+        saved = {
+            "model": self.recipe.module.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "extra": self.recipe.extra_state(),
+            "state": asdict(self.state),
+        }
+        save_torch(saved, self.run_dir / CHECKPOINTS / f"step-{self.state.step:08d}" / "state.pt")
+        for old in sorted((self.run_dir / CHECKPOINTS).glob("step-*"))[:-KEEP_CHECKPOINTS]:
+            shutil.rmtree(old)
+
+    def save_best(self) -> None:
+        if self.process.main:
+            save_torch({"model": self.recipe.module.state_dict(), "extra": self.recipe.extra_state()}, self.run_dir / BEST / "model.pt")
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def step(self, rng: random.Random) -> dict[str, float]:
+        """One optimizer step: ``grad_accum`` micro-batches, every loss term back-propagated as it comes."""
+        args = self.args
+        self.recipe.module.train()
+        totals: dict[str, float] = {}
+        micro = args.batch_size // args.grad_accum
+        for index in range(args.grad_accum):
+            rng.seed(f"{args.seed}:{self.process.rank}:{self.state.step}:{index}")
+            torch.manual_seed(rng.getrandbits(63))
+            with torch.autocast(device_type=self.recipe.device.type, dtype=torch.bfloat16, enabled=self.use_bf16):
+                for terms in self.recipe.losses(rng, micro, self.state.step):
+                    total = sum(self.recipe.weight(name) * loss for name, loss in terms.items())
+                    if not torch.isfinite(total):
+                        raise FloatingPointError(f"step {self.state.step}: loss {', '.join(terms)} is {total.item()}; lower --lr or check the data")
+                    (total / args.grad_accum).backward()
+                    for name, loss in terms.items():
+                        totals[name] = totals.get(name, 0.0) + loss.item() / args.grad_accum
+        distributed.average_gradients(self.parameters, self.process)
+        torch.nn.utils.clip_grad_norm_(self.parameters, args.max_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.state.step += 1
+        return totals
+
+    def train(self, progress: Callable[[int, int, dict[str, float]], None] | None = None) -> TrainState:
+        """Train to the end (or from the last checkpoint to the end); returns the final state."""
+        args = self.args
+        rng = random.Random()
+        epoch_losses: dict[str, float] = {}
+        started = time.perf_counter()
+        while self.state.step < self.total_steps:
+            for name, value in self.step(rng).items():
+                epoch_losses[name] = epoch_losses.get(name, 0.0) + value
+            if progress:
+                progress(self.state.step, self.total_steps, epoch_losses)
+            epoch_end = self.state.step % args.steps_per_epoch == 0
+            if epoch_end:
+                self._end_epoch(epoch_losses, started)
+                epoch_losses = {}
+            if epoch_end or (args.save_steps and self.state.step % args.save_steps == 0):
+                self.checkpoint()
+                distributed.barrier(self.process)
+        self.state.done = True
+        return self.state
+
+    def _end_epoch(self, losses: dict[str, float], started: float) -> None:
+        """Score dev, keep the best model, and log the epoch."""
+        score = self.dev_score() if self.process.main else 0.0
+        score = distributed.broadcast_float(score, self.process, self.recipe.device)
+        if score > self.state.best_score:
+            self.state.best_score, self.state.best_step = score, self.state.step
+            self.save_best()
+        entry = {
+            "epoch": self.state.step // self.args.steps_per_epoch,
+            "step": self.state.step,
+            "losses": {name: value / self.args.steps_per_epoch for name, value in sorted(losses.items())},
+            "dev_ndcg@10": score,
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+        self.state.history.append(entry)
+        if self.process.main:  # rewritten whole, so a resumed run never logs an epoch twice
+            with atomic_write(self.run_dir / "log.jsonl") as log:
+                log.write("".join(json.dumps(item) + "\n" for item in self.state.history).encode())
+
+    def write_state(self) -> None:
+        if self.process.main:
+            with atomic_write(self.run_dir / "state.json") as out:
+                out.write(json.dumps(asdict(self.state), indent=2).encode() + b"\n")
