@@ -126,12 +126,15 @@ def evaluate_run(
 def evaluate_mixed(runs: Sequence[str | Path], data: str | Path, split: str, src: str, limit: int = 0, device: str = "auto") -> ResultRow:
     """MULTI-8 mixed-language retrieval for queries in ``src`` (MODELS.md §1).
 
-    One run: a multilingual model scoring all candidates of the 7 targets directly.
+    The targets are the other MULTI-8 languages whose files are present (all 7 in a
+    full build or download). One run: a multilingual model scoring all candidates directly.
     Several runs: bilingual models, each covering ``src``->T for some T; their
     scores are z-normalised per (query, T) and merged.
     """
     recipes = [load_run(run, device, str(data)) for run in runs]
-    targets = [lang for lang in MULTI8_LANGUAGES if lang != src]
+    targets = [lang for lang in MULTI8_LANGUAGES if lang != src and (Path(data) / layout.query_file("multi8", src, lang, split)).is_file()]
+    if not targets:
+        raise FileNotFoundError(f"{data} has no MULTI-8 {split} files for queries in {src}; fetch them with: clirmatrix download multi8 --src {src} --split {split}")
     by_target = {}
     for tgt in targets:
         owners = [recipe for recipe in recipes if (src, tgt) in recipe.directions]

@@ -35,6 +35,9 @@ _ALPHABETS = {
     "names": ("BCDFGHJKLMNPRST", "aeiou"),  # upper case: never a word of the languages above
 }
 
+# Filler words shared by every article of a language: noise a model must learn to ignore.
+FILLER_WORDS = 30
+
 
 @dataclass(frozen=True)
 class ToyRelease:
@@ -63,20 +66,27 @@ def write_toy_release(
     splits: dict[str, int] | None = None,
     seed: int = 0,
     shared_names: bool = False,
+    related: bool = True,
+    dataset: str = "bi139-base",
+    filler: int = 5,
 ) -> ToyRelease:
     """Write a small learnable release under ``root``: every ordered language pair, every split.
 
     ``splits`` maps split name to the number of query entities (train first, the
-    rest for evaluation); ids are ``{lang}{n}`` page-id strings. ``shared_names`` gives
+    rest for evaluation); ids are ``{lang}{n}`` page-id strings. ``dataset`` picks the
+    query layout (``multi8``: a query set's queries are the same for every target,
+    as in the release). ``shared_names`` gives
     every entity a name spelled alike in all languages (as many Wikipedia titles are)
-    at the start of its titles, so an exact match finds the query's own article.
+    at the start of its titles, so an exact match finds the query's own article;
+    ``related=False`` leaves only that article and label-0 filler among the candidates.
+    Each sentence holds the article's three concepts and ``filler`` filler words.
     """
     root = Path(root)
     splits = splits or {"train": 300, "dev": 50, "test1": 50}
     if sum(splits.values()) > entities:
         raise ValueError(f"splits need {sum(splits.values())} entities but only {entities} are made")
     rng = random.Random(seed)
-    lexicons = {lang: _lexicon(lang, concepts + 6, rng) for lang in langs}  # last 6 words are filler
+    lexicons = {lang: _lexicon(lang, concepts + FILLER_WORDS, rng) for lang in langs}  # the last words are filler
     topics: list[tuple[int, int, int]] = []
     seen_titles: set[tuple[int, int]] = set()
     while len(topics) < entities:
@@ -95,7 +105,7 @@ def write_toy_release(
         words = lexicons[lang]
         sentences = []
         for _ in range(4):
-            sentence = [words[c] for c in topics[entity]] + [words[concepts + draw.randrange(6)] for _ in range(3)]
+            sentence = [words[c] for c in topics[entity]] + [words[concepts + draw.randrange(FILLER_WORDS)] for _ in range(filler)]
             draw.shuffle(sentence)
             sentences.append(" ".join(sentence) + ".")
         return " ".join(sentences)
@@ -119,16 +129,18 @@ def write_toy_release(
                 continue
             for split, entity_range in ranges.items():
                 draw = random.Random(f"{seed}:{src}:{tgt}:{split}")
-                path = root / layout.query_file("bi139-base", src, tgt, split)
+                path = root / layout.query_file(dataset, src, tgt, split)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 with gzip_lines(str(path)) as out:
                     for entity in entity_range:
-                        results = _judged(entity, topics, entity_range, candidates, draw)
+                        results = _judged(entity, topics, entity_range, candidates, draw, related)
                         out.write(query_line(f"{src}{entity}", title(src, entity), [(f"{tgt}{doc}", label) for doc, label in results]))
     return ToyRelease(root, tuple(langs), dict(splits), candidates)
 
 
-def _judged(entity: int, topics: list[tuple[int, int, int]], pool: range, candidates: int, draw: random.Random) -> list[tuple[int, int]]:
+def _judged(
+    entity: int, topics: list[tuple[int, int, int]], pool: range, candidates: int, draw: random.Random, with_related: bool
+) -> list[tuple[int, int]]:
     """The entity's own article (6), articles with one or both title concepts (2 per concept), label-0 filler.
 
     Labels follow the query's title alone, so they are learnable from the query text.
@@ -138,7 +150,7 @@ def _judged(entity: int, topics: list[tuple[int, int, int]], pool: range, candid
     title = set(topics[entity][:2])
     overlap = {doc: len(title & set(topics[doc])) for doc in pool if doc != entity}
     related = sorted((doc for doc, shared in overlap.items() if shared), key=lambda doc: (-overlap[doc], doc))
-    related = related[: candidates // 2]
+    related = related[: candidates // 2] if with_related else []
     unrelated = [doc for doc, shared in overlap.items() if not shared]
     filler = draw.sample(unrelated, candidates - 1 - len(related))
     return [(entity, 6)] + [(doc, 2 * overlap[doc]) for doc in related] + [(doc, 0) for doc in filler]

@@ -30,27 +30,30 @@ class RunDirError(ValueError):
     """The run directory holds a different run."""
 
 
-def prepare_run_dir(args: TrainArguments, process: distributed.Process) -> bool:
-    """Make ``args.out`` ready; True when it already holds this very run (resume)."""
+def prepare_run_dir(args: TrainArguments, process: distributed.Process) -> None:
+    """Make ``args.out`` ready on rank 0 (resume when it holds this very run); others wait."""
+    if process.main:
+        _prepare(args)
+    distributed.barrier(process)
+
+
+def _prepare(args: TrainArguments) -> None:
     run_dir = Path(args.out)
     saved = run_dir / ARGS
     if saved.is_file():
-        previous = TrainArguments.load(saved)
+        previous = TrainArguments.load(saved).resolved()
         if previous.fingerprint() == args.fingerprint():
-            return True
+            return
         if not args.overwrite:
             changed = sorted(k for k, v in args.fingerprint().items() if previous.fingerprint().get(k) != v)
             raise RunDirError(f"{run_dir} holds a run with other settings ({', '.join(changed)}); pass --overwrite to replace it or choose another --out")
     elif run_dir.is_dir() and any(run_dir.iterdir()) and not args.overwrite:
         raise RunDirError(f"{run_dir} is not empty and holds no run; pass --overwrite or choose another --out")
-    if process.main:
-        if run_dir.is_dir():
-            shutil.rmtree(run_dir)
-        run_dir.mkdir(parents=True)
-        save_backbone_files(args.init, run_dir / BACKBONE)
-        args.save(saved)
-    distributed.barrier(process)
-    return False
+    if run_dir.is_dir():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    save_backbone_files(args.init, run_dir / BACKBONE)
+    args.save(saved)
 
 
 def seed_everything(seed: int) -> None:

@@ -1,0 +1,231 @@
+"""The trainer end to end on CPU: a tiny random BERT, a toy release with a learnable signal.
+
+What a user checks: each model learns (test nDCG@10 well above the untrained model
+and above a random ranking), a killed run resumes to the same model, a run
+directory is never silently reused for other settings, ``clirmatrix train`` and
+``evaluate`` work from the command line, and MULTI-8 mixed-language evaluation
+merges bilingual runs.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the trainer needs the train extra (torch, transformers)")
+pytest.importorskip("transformers", reason="the trainer needs the train extra")
+pytest.importorskip("ir_measures", reason="the trainer needs the train extra")
+
+from clirmatrix.models.arguments import TrainArguments  # noqa: E402
+from clirmatrix.models.evaluate import evaluate_mixed, evaluate_run, rerank  # noqa: E402
+from clirmatrix.models.metrics import NDCG10, evaluate_rankings  # noqa: E402
+from clirmatrix.models.recipes import recipe_class  # noqa: E402
+from clirmatrix.models.toy import build_tiny_backbone, write_toy_release  # noqa: E402
+from clirmatrix.models.train import RunDirError, run_training  # noqa: E402
+from clirmatrix.pipeline.jsonl import iter_docs, iter_queries  # noqa: E402
+from clirmatrix.pipeline.layout import query_file  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_thread():
+    """Two pytest-visible cores; one torch thread keeps timings steady and results reproducible."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _toy(root, **settings):
+    release = write_toy_release(root / "release", langs=("en", "de"), filler=12, **settings)
+    texts = [text for lang in release.langs for _, text in iter_docs(root / "release" / "DOCS" / f"{lang}.tsv.gz")]
+    return root / "release", build_tiny_backbone(root / "model", texts)
+
+
+@pytest.fixture(scope="session")
+def toy(tmp_path_factory):
+    """(release root, model dir): the toy release (labels by shared concepts) and a tiny BERT
+    whose tokenizer was trained on its documents."""
+    return _toy(tmp_path_factory.mktemp("toy"))
+
+
+@pytest.fixture(scope="session")
+def toy_names(tmp_path_factory):
+    """A toy release where each query's own article shares its name, the rest is filler:
+    the exact-match signal a cross-encoder learns first."""
+    return _toy(tmp_path_factory.mktemp("toy_names"), shared_names=True, related=False)
+
+
+def toy_args(toy, tmp_path, **settings) -> TrainArguments:
+    release, model = toy
+    values = {"data": str(release), "init": str(model), "out": str(tmp_path / "run"), "dev_queries": 0, "max_len": 64, "eval_batch_size": 128}
+    return TrainArguments(**{**values, **settings})
+
+
+def random_ndcg(release, split: str = "test1", shuffles: int = 20) -> float:
+    """Expected nDCG@10 of a random order of the candidates."""
+    records = list(iter_queries(release / query_file("bi139-base", "en", "de", split)))
+    qrels = {r.src_id: dict(r.tgt_results) for r in records}
+    rng = random.Random(0)
+    values = [
+        evaluate_rankings(qrels, {r.src_id: [(doc, rng.random()) for doc, _ in r.tgt_results] for r in records}).measures[NDCG10]
+        for _ in range(shuffles)
+    ]
+    return sum(values) / len(values)
+
+
+def untrained_ndcg(args: TrainArguments) -> float:
+    args = args.resolved()
+    torch.manual_seed(args.seed)
+    recipe = recipe_class(args.model)(args, args.init, torch.device("cpu"))
+    return rerank(recipe, args.data, args.dataset, "en", "de", "test1").measures[NDCG10]
+
+
+# Settings per model: a few hundred steps of a tiny BERT (the paper's defaults assume mBERT).
+# A random BERT has no trained CLS vector, so the dual encoders pool by mean here.
+LEARNING = {
+    "cross-encoder": {"epochs": 2, "steps_per_epoch": 100, "batch_size": 16, "lr": 1e-3, "head_lr": 1e-3},
+    "bi-encoder-cosine": {"model": "bi-encoder", "loss": "cosine", "epochs": 2, "steps_per_epoch": 100, "batch_size": 32, "lr": 1e-3},
+    "bi-encoder-in-batch": {"model": "bi-encoder", "loss": "in-batch", "epochs": 2, "steps_per_epoch": 100, "batch_size": 32, "lr": 1e-3},
+    "contrastive": {"pooling": "mean", "epochs": 2, "steps_per_epoch": 100, "batch_size": 32, "lr": 3e-4},
+    "dap": {"pooling": "mean", "epochs": 2, "steps_per_epoch": 100, "batch_size": 32, "lr": 1e-3},
+    "ccp": {"pooling": "mean", "epochs": 3, "steps_per_epoch": 100, "batch_size": 32, "lr": 3e-4, "ccp_bank": 1024, "mlm_probability": 0.25, "calibration_docs": 200},
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEARNING))
+def test_each_model_learns(name, request, tmp_path):
+    data = request.getfixturevalue("toy_names" if name == "cross-encoder" else "toy")
+    settings = {"model": name, **LEARNING[name]}
+    args = toy_args(data, tmp_path, **settings)
+    before = untrained_ndcg(args)
+    chance = random_ndcg(data[0])
+    state = run_training(args, show_progress=False)
+    after = evaluate_run(tmp_path / "run", data[0], "test1")[0].measures[NDCG10]
+    print(f"{name}: random {chance:.3f}, untrained {before:.3f}, trained {after:.3f}; dev by epoch {[round(e['dev_ndcg@10'], 3) for e in state.history]}")
+    assert state.done and state.step == args.resolved().epochs * args.resolved().steps_per_epoch
+    assert after > before + 0.1, f"{name}: test nDCG@10 {after:.3f} after training vs {before:.3f} untrained"
+    assert after > chance + 0.1, f"{name}: test nDCG@10 {after:.3f} after training vs {chance:.3f} for a random order"
+
+QUICK = {"model": "bi-encoder", "loss": "in-batch", "epochs": 2, "steps_per_epoch": 4, "batch_size": 4, "lr": 1e-3, "dev_queries": 10}
+
+
+def best_weights(run_dir) -> dict:
+    return torch.load(run_dir / "best" / "model.pt", weights_only=False)["model"]
+
+
+def test_killed_run_resumes_to_the_same_model(toy, tmp_path, monkeypatch):
+    from clirmatrix.models import trainer as trainer_module
+
+    whole = toy_args(toy, tmp_path / "whole", save_steps=2, **QUICK)
+    run_training(whole, show_progress=False)
+
+    killed = toy_args(toy, tmp_path / "killed", save_steps=2, **QUICK)
+    real_step = trainer_module.Trainer.step
+
+    def dies_at_step_5(self, rng):
+        if self.state.step == 5:
+            raise KeyboardInterrupt
+        return real_step(self, rng)
+
+    monkeypatch.setattr(trainer_module.Trainer, "step", dies_at_step_5)
+    with pytest.raises(KeyboardInterrupt):
+        run_training(killed, show_progress=False)
+    run_dir = tmp_path / "killed" / "run"
+    assert not (run_dir / "state.json").exists()
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step-00000002", "step-00000004"]
+    monkeypatch.setattr(trainer_module.Trainer, "step", real_step)
+    state = run_training(killed, show_progress=False)
+
+    assert state.done and state.step == 8
+    expected, resumed = best_weights(tmp_path / "whole" / "run"), best_weights(run_dir)
+    assert expected.keys() == resumed.keys()
+    assert all(torch.equal(expected[name], resumed[name]) for name in expected)
+    log = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
+    assert [entry["epoch"] for entry in log] == [1, 2]
+    whole_log = [json.loads(line) for line in (tmp_path / "whole" / "run" / "log.jsonl").read_text().splitlines()]
+    assert [entry["losses"] for entry in log] == [entry["losses"] for entry in whole_log]
+
+
+def test_a_run_directory_is_not_reused_for_other_settings(toy, tmp_path):
+    run_training(toy_args(toy, tmp_path, **{**QUICK, "epochs": 1}), show_progress=False)
+    with pytest.raises(RunDirError, match="lr"):
+        run_training(toy_args(toy, tmp_path, **{**QUICK, "epochs": 1, "lr": 5e-4}), show_progress=False)
+    state = run_training(toy_args(toy, tmp_path, overwrite=True, **{**QUICK, "epochs": 1, "lr": 5e-4}), show_progress=False)
+    assert state.done
+    assert json.loads((tmp_path / "run" / "args.json").read_text())["lr"] == 5e-4
+
+
+def test_a_missing_model_directory_is_a_clear_error(toy, tmp_path):
+    from clirmatrix.models.modeling.encoder import BackboneError
+
+    with pytest.raises(BackboneError, match="(?s)does not exist.*save_pretrained"):
+        run_training(toy_args(toy, tmp_path, init=str(tmp_path / "no-such-model"), **QUICK), show_progress=False)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BackboneError, match="no config.json"):
+        run_training(toy_args(toy, tmp_path, init=str(tmp_path / "empty"), **QUICK), show_progress=False)
+
+
+def test_train_and_evaluate_commands(toy, tmp_path, capsys):
+    from clirmatrix.pipeline.cli import main
+
+    release, model = toy
+    run_dir = tmp_path / "run"
+    code = main(["train", "--model", "cross-encoder", "--data", str(release), "--init", str(model), "--out", str(run_dir),
+                 "--epochs", "1", "--steps-per-epoch", "3", "--batch-size", "4", "--dev-queries", "5", "--max-len", "48"])
+    assert code == 0
+    assert "best dev nDCG@10" in capsys.readouterr().out
+    code = main(["evaluate", "--run", str(run_dir), "--data", str(release), "--split", "test1", "--limit", "10"])
+    assert code == 0
+    table = capsys.readouterr().out
+    assert "en→de" in table and "test1" in table
+    rows = json.loads((run_dir / "eval" / "bi139-base.test1.json").read_text())["results"]
+    assert [(row["src"], row["tgt"], row["split"], row["queries"]) for row in rows] == [("en", "de", "test1", 10)]
+    assert 0.0 <= rows[0]["measures"]["ndcg@10"] <= 1.0
+    assert main(["evaluate", "--run", str(tmp_path / "nothing"), "--data", str(release)]) == 2
+
+
+def test_mixed_language_merges_bilingual_runs_and_scores_a_multilingual_one(tmp_path):
+    release = tmp_path / "multi8"
+    toy_release = write_toy_release(release, langs=("en", "de", "fr"), dataset="multi8", entities=120, splits={"train": 80, "dev": 20, "test1": 20})
+    texts = [text for lang in toy_release.langs for _, text in iter_docs(release / "DOCS" / f"{lang}.tsv.gz")]
+    model = build_tiny_backbone(tmp_path / "model", texts)
+    settings = {**QUICK, "epochs": 1, "dataset": "multi8", "data": str(release), "init": str(model), "max_len": 48}
+    runs = {}
+    for name, tgt in (("en-de", "de"), ("en-fr", "fr"), ("mm", "de,fr")):
+        runs[name] = tmp_path / name
+        run_training(TrainArguments(out=str(runs[name]), src="en", tgt=tgt, **settings), show_progress=False)
+
+    merged = evaluate_mixed([runs["en-de"], runs["en-fr"]], release, "test1", "en")
+    multilingual = evaluate_mixed([runs["mm"]], release, "test1", "en")
+    assert (merged.tgt, merged.training, merged.queries) == ("mixed", "bm", 20)
+    assert (multilingual.training, multilingual.queries) == ("mm", 20)
+    assert 0.0 < merged.measures[NDCG10] <= 1.0 and 0.0 < multilingual.measures[NDCG10] <= 1.0
+    with pytest.raises(ValueError, match="no run covers en->fr"):
+        evaluate_mixed([runs["en-de"]], release, "test1", "en")
+
+
+def test_queries_are_cut_to_20_wordpieces_and_documents_fill_the_rest(toy):
+    from clirmatrix.models.collate import Collator
+    from clirmatrix.models.modeling.encoder import load_tokenizer
+
+    tokenizer = load_tokenizer(toy[1])
+    collator = Collator(tokenizer, max_len=32, max_query_len=5)
+    query = " ".join(["bobufi"] * 12)
+    batch = collator.pairs([query], [" ".join(["mekija"] * 100)])
+    types = batch["token_type_ids"][0].tolist()
+    assert len(types) == 32
+    assert types.count(0) == 1 + 5 + 1  # [CLS] five query pieces [SEP]
+    assert batch["input_ids"][0, 6].item() == tokenizer.sep_token_id
+
+
+def test_mean_pooling_ignores_padding():
+    from clirmatrix.models.modeling.encoder import pool
+
+    states = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]]])
+    mask = torch.tensor([[1, 1, 0]])
+    assert torch.equal(pool(states, mask, "mean"), torch.tensor([[2.0, 3.0]]))
+    assert torch.equal(pool(states, mask, "cls"), torch.tensor([[1.0, 2.0]]))
+    with pytest.raises(ValueError, match="unknown pooling 'max'"):
+        pool(states, mask, "max")
