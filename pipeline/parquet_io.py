@@ -55,7 +55,8 @@ class ParquetSink:
         self._writer: pq.ParquetWriter | None = None
 
     def __enter__(self) -> "ParquetSink":
-        self._writer = open_writer(self._stack.enter_context(atomic_create(self.path)), self.schema)
+        handle = self._stack.enter_context(atomic_create(self.path))
+        self._writer = self._stack.enter_context(open_writer(handle, self.schema))
         return self
 
     def add(self, row: Sequence) -> None:
@@ -86,12 +87,10 @@ class ParquetSink:
             self.rows += table.num_rows
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        try:
-            if exc_type is None:
-                self._flush()
-            self._writer.close()
-        finally:
-            self._stack.__exit__(exc_type, exc, tb)
+        if exc_type is not None:
+            return self._stack.__exit__(exc_type, exc, tb)
+        with self._stack:  # the last rows too: if they fail (schema, short row), no file is left
+            self._flush()
         return False
 
 
