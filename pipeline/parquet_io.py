@@ -63,7 +63,7 @@ class ParquetSink:
         """Append one row, given in schema column order."""
         # Values go straight into per-column lists, so no row object outlives the call:
         # a batch of buffered row tuples kept the cyclic GC busy (~5% of the docs job).
-        for values, value in zip(self._columns, row):
+        for values, value in zip(self._columns, row, strict=True):  # a row of the wrong length raises
             values.append(value)
         self._buffered += 1
         if self._buffered >= self.rows_per_group:
@@ -73,7 +73,7 @@ class ParquetSink:
         if not self._buffered:
             return
         arrays = [pa.array(values, type=field.type) for values, field in zip(self._columns, self.schema)]
-        table = pa.Table.from_arrays(arrays, schema=self.schema)  # raises if a row had too few values
+        table = pa.Table.from_arrays(arrays, schema=self.schema)
         self._writer.write_table(check(table, self.schema, self.path))
         self.rows += table.num_rows
         self._columns = [[] for _ in self.schema]
