@@ -49,29 +49,35 @@ class ParquetSink:
         self.schema = schema
         self.rows_per_group = rows_per_group
         self.rows = 0
-        self._rows: list[Sequence] = []
+        self._columns: list[list] = [[] for _ in schema]
+        self._buffered = 0
         self._stack = contextlib.ExitStack()
         self._writer: pq.ParquetWriter | None = None
 
     def __enter__(self) -> "ParquetSink":
-        self._writer = open_writer(self._stack.enter_context(atomic_create(self.path)), self.schema)
+        handle = self._stack.enter_context(atomic_create(self.path))
+        self._writer = self._stack.enter_context(open_writer(handle, self.schema))
         return self
 
     def add(self, row: Sequence) -> None:
         """Append one row, given in schema column order."""
-        # One append per row; the columns are cut out of the batch in C by zip(*rows).
-        self._rows.append(row)
-        if len(self._rows) >= self.rows_per_group:
+        # Values go straight into per-column lists, so no row object outlives the call:
+        # a batch of buffered row tuples kept the cyclic GC busy (~5% of the docs job).
+        for values, value in zip(self._columns, row, strict=True):  # a row of the wrong length raises
+            values.append(value)
+        self._buffered += 1
+        if self._buffered >= self.rows_per_group:
             self._flush()
 
     def _flush(self) -> None:
-        if not self._rows:
+        if not self._buffered:
             return
-        columns = zip(*self._rows)
-        table = pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, self.schema)], schema=self.schema)
+        arrays = [pa.array(values, type=field.type) for values, field in zip(self._columns, self.schema)]
+        table = pa.Table.from_arrays(arrays, schema=self.schema)
         self._writer.write_table(check(table, self.schema, self.path))
         self.rows += table.num_rows
-        self._rows = []
+        self._columns = [[] for _ in self.schema]
+        self._buffered = 0
 
     def add_table(self, table: pa.Table) -> None:
         """Append a whole table as its own row group(s), after any rows added one by one."""
@@ -81,12 +87,10 @@ class ParquetSink:
             self.rows += table.num_rows
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        try:
-            if exc_type is None:
-                self._flush()
-            self._writer.close()
-        finally:
-            self._stack.__exit__(exc_type, exc, tb)
+        if exc_type is not None:
+            return self._stack.__exit__(exc_type, exc, tb)
+        with self._stack:  # the last rows too: if they fail (schema, short row), no file is left
+            self._flush()
         return False
 
 

@@ -16,6 +16,8 @@ from clirmatrix.pipeline.badinput import TooManyBadRecords
 from clirmatrix.pipeline.cli import main
 from clirmatrix.pipeline.dumps import discover
 from clirmatrix.pipeline.languages import UNSPACED_LANGUAGES
+from clirmatrix.pipeline.parquet_io import ParquetSink
+from clirmatrix.schemas import SITELINKS
 
 from conftest import SAMPLE_LANGS
 
@@ -114,6 +116,20 @@ def test_two_worker_processes_write_the_same_bytes(sample, extracted, tmp_path):
         theirs = sorted((work / "docs" / lang).glob("*.parquet"))
         assert [p.name for p in ours] == [p.name for p in theirs]
         assert [p.read_bytes() for p in ours] == [p.read_bytes() for p in theirs]
+
+
+def test_sink_keeps_row_order_across_row_groups_and_leaves_nothing_on_a_bad_row(tmp_path):
+    rows = [(f"Q{i}", "en", f"Title {i}") for i in range(7)]
+    with ParquetSink(str(tmp_path / "a.parquet"), SITELINKS, rows_per_group=3) as sink:
+        for row in rows:
+            sink.add(row)
+    written = pq.ParquetFile(tmp_path / "a.parquet")
+    assert written.num_row_groups == 3 and [tuple(r.values()) for r in written.read().to_pylist()] == rows
+    with pytest.raises(ValueError), ParquetSink(str(tmp_path / "b.parquet"), SITELINKS) as sink:
+        sink.add(("Q1", "en", "Title", "extra"))  # wrong length: refused at once
+    with pytest.raises(TypeError), ParquetSink(str(tmp_path / "c.parquet"), SITELINKS) as sink:
+        sink.add(("Q1", "en", 5))  # wrong type: found when the last rows are written on close
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet"]  # nothing half-written is left
 
 
 def test_small_languages_are_dropped_with_a_message(sample, tmp_path, caplog):
