@@ -35,7 +35,7 @@ def prepare(size: str) -> tuple[Path, Path]:
     root = OUT / "train_bench"
     release, model = root / "release", root / f"model-{size}"
     if not (release / "DOCS").is_dir():
-        write_toy_release(release, langs=("en", "de"), entities=600, splits={"train": 500, "dev": 50, "test1": 50})
+        write_toy_release(release, langs=("en", "de"), entities=500, splits={"train": 400, "dev": 50, "test1": 50}, filler=12)
     if not (model / "config.json").is_file():
         texts = [text for lang in ("en", "de") for _, text in iter_docs(release / "DOCS" / f"{lang}.tsv.gz")]
         build_tiny_backbone(model, texts, max_positions=512, **SIZES[size])

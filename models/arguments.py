@@ -71,6 +71,7 @@ class TrainArguments:
     ccp_bank: int = _help("CCP memory bank size per language (§5: 32,768)", 32768)
     ccp_window: int = _help("CCP context window in sentences (§5: 5)", 5)
     mlm_probability: float = _help("CCP: chance that a step is an MLM step instead of a CCP step (§5)", 0.5)
+    calibration: str = _help("CCP: procrustes (shift, scale, rotate by title pairs; §8.10) or shift-scale (no pairs needed)", "procrustes")
     calibration_docs: int = _help("CCP: documents per language for the calibration's mean and spread (§5, §8.10)", 2000)
     dev_split: str = _help("split evaluated after every epoch to keep the best checkpoint", "dev")
     dev_queries: int = _help("evaluate on the first N dev queries per direction (0 = all)", 200)

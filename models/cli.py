@@ -12,6 +12,7 @@ The train flags are the fields of :class:`~clirmatrix.models.arguments.TrainArgu
 from __future__ import annotations
 
 import dataclasses
+import os
 import typing
 from pathlib import Path
 
@@ -71,7 +72,8 @@ def train(**values) -> None:
             raise click.UsageError(f"--{name} is required")
     args = TrainArguments(**values)
     state = run_training(args)
-    click.echo(f"{state.step} steps; best dev nDCG@10 {state.best_score:.4f} at step {state.best_step}; run in {args.out}")
+    if os.environ.get("RANK", "0") == "0":  # under torchrun, one summary
+        click.echo(f"{state.step} steps; best dev nDCG@10 {state.best_score:.4f} at step {state.best_step}; run in {args.out}")
 
 
 @click.command()

@@ -9,6 +9,8 @@ Results go to ``RUN_DIR/eval/{dataset}.{split}.json`` and ``.txt``.
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from itertools import islice
 from pathlib import Path
@@ -35,6 +37,7 @@ from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.jsonl import QueryRecord, iter_queries
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 
+LOG = logging.getLogger("clirmatrix")
 QUERIES_PER_BATCH = 8
 BACKBONE = "backbone"
 
@@ -48,11 +51,19 @@ def query_records(root: str | Path, dataset: str, src: str, tgt: str, split: str
     return islice(records, limit) if limit > 0 else records
 
 
-def score_records(recipe: Recipe, src: str, tgt: str, records: Sequence[QueryRecord], docs: DocStore) -> list[list[float]]:
-    """The recipe's scores of each record's candidates, in candidate order."""
-    ranker = recipe.ranker()
-    texts = [docs.get_many([doc_id for doc_id, _ in record.tgt_results]) for record in records]
-    return ranker.score(src, tgt, [record.src_query for record in records], texts)
+def score_records(recipe: Recipe, src: str, tgt: str, records: Sequence[QueryRecord], docs: DocStore, missing: Counter | None = None) -> list[list[float]]:
+    """The recipe's scores of each record's candidates, in candidate order.
+
+    A candidate absent from DOCS (the 2020 release has some) is scored as an empty
+    document and counted in ``missing``, so every list keeps all its candidates.
+    """
+    texts = []
+    for record in records:
+        found = [docs.get(doc_id) for doc_id, _ in record.tgt_results]
+        if missing is not None:
+            missing[tgt] += sum(text is None for text in found)
+        texts.append([text or "" for text in found])
+    return recipe.ranker().score(src, tgt, [record.src_query for record in records], texts)
 
 
 def rerank(recipe: Recipe, root: str | Path, dataset: str, src: str, tgt: str, split: str, limit: int = 0) -> Evaluation:
@@ -62,11 +73,18 @@ def rerank(recipe: Recipe, root: str | Path, dataset: str, src: str, tgt: str, s
     qrels: dict[str, dict[str, int]] = {}
     rankings: dict[str, list[tuple[str, float]]] = {}
     records = query_records(root, dataset, src, tgt, split, limit)
+    missing: Counter = Counter()
     while batch := list(islice(records, QUERIES_PER_BATCH)):
-        for record, scores in zip(batch, score_records(recipe, src, tgt, batch, docs)):
+        for record, scores in zip(batch, score_records(recipe, src, tgt, batch, docs, missing)):
             qrels[record.src_id] = dict(record.tgt_results)
             rankings[record.src_id] = [(doc_id, score) for (doc_id, _), score in zip(record.tgt_results, scores)]
+    _warn_missing(missing, f"{dataset} {src}->{tgt} {split}")
     return evaluate_rankings(qrels, rankings)
+
+
+def _warn_missing(missing: Counter, what: str) -> None:
+    if sum(missing.values()):
+        LOG.warning("%s: %s candidates have no text in DOCS and were scored as empty documents", what, ", ".join(f"{n:,} of {lang}" for lang, n in missing.items() if n))
 
 
 def dev_score(recipe: Recipe) -> float:
@@ -145,11 +163,12 @@ def evaluate_mixed(runs: Sequence[str | Path], data: str | Path, split: str, src
     records = {tgt: query_records(data, "multi8", src, tgt, split, limit) for tgt in targets}
     qrels: dict[str, dict[str, int]] = {}
     rankings: dict[str, list[tuple[str, float]]] = {}
+    missing: Counter = Counter()
     while True:
         batches = {tgt: list(islice(records[tgt], QUERIES_PER_BATCH)) for tgt in targets}
         if not any(batches.values()):
             break
-        scored = {tgt: score_records(by_target[tgt], src, tgt, batches[tgt], by_target[tgt].docs(tgt)) for tgt in targets}
+        scored = {tgt: score_records(by_target[tgt], src, tgt, batches[tgt], by_target[tgt].docs(tgt), missing) for tgt in targets}
         for position, record in enumerate(batches[targets[0]]):
             lists, labels = {}, {}
             for tgt in targets:
@@ -164,6 +183,7 @@ def evaluate_mixed(runs: Sequence[str | Path], data: str | Path, split: str, src
                 merged = sorted(((t, d, s) for t, pairs in lists.items() for d, s in pairs), key=lambda item: -item[2])
             qrels[record.src_id] = mixed_qrels(labels)
             rankings[record.src_id] = mixed_ranking(merged)
+    _warn_missing(missing, f"multi8 {src}->mixed {split}")
     evaluation = evaluate_rankings(qrels, rankings)
     name = Path(runs[0]).name if not merge else "+".join(Path(run).name for run in runs)
     return ResultRow.from_evaluation(evaluation, model=name, dataset="multi8", src=src, tgt=MIXED, split=split, training="bm" if merge else "mm")

@@ -85,6 +85,8 @@ def write_toy_release(
     splits = splits or {"train": 300, "dev": 50, "test1": 50}
     if sum(splits.values()) > entities:
         raise ValueError(f"splits need {sum(splits.values())} entities but only {entities} are made")
+    if entities > concepts * (concepts - 1):
+        raise ValueError(f"{entities} entities need distinct titles, but {concepts} concepts give only {concepts * (concepts - 1)}")
     rng = random.Random(seed)
     lexicons = {lang: _lexicon(lang, concepts + FILLER_WORDS, rng) for lang in langs}  # the last words are filler
     topics: list[tuple[int, int, int]] = []
@@ -156,10 +158,46 @@ def _judged(
     return [(entity, 6)] + [(doc, 2 * overlap[doc]) for doc in related] + [(doc, 0) for doc in filler]
 
 
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def train_wordpiece(texts: Iterable[str], vocab_size: int = 1000):
+    """A BERT-style WordPiece tokenizer whose vocabulary is counted from ``texts``.
+
+    The special tokens, every character (alone and as a ``##`` continuation), then
+    the most frequent words (ties by spelling) up to ``vocab_size``. Counting keeps
+    the vocabulary a pure function of the texts; the ``tokenizers`` trainer breaks
+    frequency ties by hash order and gives another vocabulary on every run.
+    """
+    from collections import Counter
+
+    from tokenizers import Tokenizer, decoders
+    from tokenizers.models import WordPiece
+    from tokenizers.normalizers import BertNormalizer
+    from tokenizers.pre_tokenizers import BertPreTokenizer
+    from tokenizers.processors import TemplateProcessing
+
+    splitter = BertPreTokenizer()
+    counts = Counter(word for text in texts for word, _ in splitter.pre_tokenize_str(text))
+    chars = sorted({char for word in counts for char in word})
+    pieces = list(SPECIAL_TOKENS) + chars + [f"##{char}" for char in chars]
+    known = set(pieces)
+    words = [word for word in sorted(counts, key=lambda w: (-counts[w], w)) if word not in known]
+    vocab = {token: index for index, token in enumerate(pieces + words[: max(0, vocab_size - len(pieces))])}
+    tokenizer = Tokenizer(WordPiece(vocab, unk_token="[UNK]", continuing_subword_prefix="##"))
+    tokenizer.normalizer = BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=False, lowercase=False)
+    tokenizer.pre_tokenizer = splitter
+    tokenizer.decoder = decoders.WordPiece(prefix="##")
+    tokenizer.post_processor = TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])]
+    )
+    return tokenizer
+
+
 def build_tiny_backbone(
     out_dir: str | Path,
     texts: Iterable[str],
-    vocab_size: int = 500,
+    vocab_size: int = 1000,
     hidden_size: int = 64,
     layers: int = 2,
     heads: int = 2,
@@ -168,21 +206,15 @@ def build_tiny_backbone(
 ) -> Path:
     """Save a WordPiece tokenizer trained on ``texts`` and a random ``BertForMaskedLM`` to ``out_dir``."""
     import torch
-    from tokenizers import BertWordPieceTokenizer
-    from tokenizers.processors import TemplateProcessing
     from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    wordpiece = BertWordPieceTokenizer(lowercase=False, strip_accents=False)
-    wordpiece.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=1, show_progress=False)
-    cls, sep = wordpiece.token_to_id("[CLS]"), wordpiece.token_to_id("[SEP]")
-    wordpiece.post_processor = TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
-    )
-    specials = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]", "mask_token": "[MASK]"}
+    specials = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]", "mask_token": "[MASK]"}
     names = ["input_ids", "token_type_ids", "attention_mask"]
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=wordpiece, model_max_length=max_positions, model_input_names=names, **specials)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=train_wordpiece(texts, vocab_size), model_max_length=max_positions, model_input_names=names, **specials
+    )
     tokenizer.save_pretrained(out_dir)
     config = BertConfig(
         vocab_size=tokenizer.vocab_size,

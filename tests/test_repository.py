@@ -21,6 +21,12 @@ def test_ci_runs_the_readme_test_command():
     assert command in ci_lines
 
 
+def test_the_test_command_installs_cpu_torch_before_the_train_extra():
+    command = readme_command("test-command")
+    assert "torch==2.13.0" in command and ".[test,train]" in command
+    assert command.index("torch==2.13.0") < command.index(".[test,train]")
+
+
 def test_readme_main_command_uses_the_bundled_sample():
     command = readme_command("main-command")
     assert "clirmatrix sample" in command and "clirmatrix build" in command
@@ -35,6 +41,6 @@ def test_wheel_holds_only_the_clirmatrix_package(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     code = [n for n in names if ".dist-info/" not in n]
     assert code and all(n.startswith("clirmatrix/") for n in code)
-    for package in ("pipeline", "beam_jobs", "schemas", "models", "pipeline/formats", "pipeline/engines"):
+    for package in ("pipeline", "beam_jobs", "schemas", "models", "pipeline/formats", "pipeline/engines", "models/losses", "models/modeling", "models/recipes"):
         assert f"clirmatrix/{package}/__init__.py" in names
     assert not any(n.startswith("clirmatrix/__init__") for n in names)  # a namespace: nothing generic at the top

@@ -90,8 +90,8 @@ LEARNING = {
     "bi-encoder-in-batch": {"model": "bi-encoder", "loss": "in-batch", "epochs": 2, "steps_per_epoch": 100, "batch_size": 32, "lr": 1e-3},
     "contrastive": {"pooling": "mean", "epochs": 2, "steps_per_epoch": 100, "batch_size": 32, "lr": 3e-4},
     "dap": {"pooling": "mean", "epochs": 2, "steps_per_epoch": 100, "batch_size": 32, "lr": 1e-3},
-    "ccp": {"pooling": "mean", "epochs": 3, "steps_per_epoch": 100, "batch_size": 32, "lr": 3e-4, "ccp_bank": 1024, "mlm_probability": 0.25, "calibration_docs": 200},
 }
+CCP = {"model": "ccp", "pooling": "mean", "epochs": 3, "steps_per_epoch": 100, "batch_size": 32, "lr": 3e-4, "ccp_bank": 1024, "mlm_probability": 0.25, "calibration_docs": 200}
 
 
 @pytest.mark.parametrize("name", sorted(LEARNING))
@@ -107,6 +107,49 @@ def test_each_model_learns(name, request, tmp_path):
     assert state.done and state.step == args.resolved().epochs * args.resolved().steps_per_epoch
     assert after > before + 0.1, f"{name}: test nDCG@10 {after:.3f} after training vs {before:.3f} untrained"
     assert after > chance + 0.1, f"{name}: test nDCG@10 {after:.3f} after training vs {chance:.3f} for a random order"
+
+def context_accuracy(recipe, texts: list[str], rng: random.Random) -> float:
+    """How often a window's centre sentence is nearest (cosine of sentence vectors) to its own partner."""
+    from clirmatrix.models.data import split_sentences
+
+    centres, partners = [], []
+    for text in texts:
+        sentences = split_sentences(text)
+        start = rng.randrange(len(sentences) - 4)
+        window = sentences[start : start + 5]
+        centres.append(window[2])
+        partners.append(window[rng.choice([0, 1, 3, 4])])
+    recipe.module.eval()
+    with torch.no_grad():
+        a = torch.nn.functional.normalize(recipe.encoder(recipe.collator.texts(centres)), dim=-1)
+        b = torch.nn.functional.normalize(recipe.encoder(recipe.collator.texts(partners)), dim=-1)
+    return (a @ b.T).argmax(1).eq(torch.arange(len(texts))).float().mean().item()
+
+
+def test_ccp_learns_context_and_keeps_retrieval(toy, tmp_path):
+    """CCP's own signal: sentences of one window end up nearest each other in unseen documents.
+
+    On this toy the supervised calibration alone already aligns an untrained encoder well
+    (nDCG@10 ~0.8), so CLIR gains from CCP are small; retrieval must at least not get worse.
+    """
+    from clirmatrix.models.evaluate import load_run
+
+    args = toy_args(toy, tmp_path, **CCP)
+    before = untrained_ndcg(args)
+    resolved = args.resolved()
+    torch.manual_seed(resolved.seed)
+    untrained = recipe_class("ccp")(resolved, resolved.init, torch.device("cpu"))
+    run_training(args, show_progress=False)
+    trained = load_run(tmp_path / "run", "cpu")
+    held_out = [text for doc_id, text in iter_docs(toy[0] / "DOCS" / "de.tsv.gz") if int(doc_id[2:]) >= 300][:64]
+    chance = 1 / len(held_out)
+    accuracy_before = context_accuracy(untrained, held_out, random.Random(1))
+    accuracy_after = context_accuracy(trained, held_out, random.Random(1))
+    after = evaluate_run(tmp_path / "run", toy[0], "test1")[0].measures[NDCG10]
+    print(f"ccp: context accuracy {accuracy_before:.3f} -> {accuracy_after:.3f} (chance {chance:.3f}); test nDCG@10 {before:.3f} -> {after:.3f}")
+    assert accuracy_after > accuracy_before + 0.1 and accuracy_after > chance + 0.1
+    assert after >= before
+
 
 QUICK = {"model": "bi-encoder", "loss": "in-batch", "epochs": 2, "steps_per_epoch": 4, "batch_size": 4, "lr": 1e-3, "dev_queries": 10}
 
@@ -229,3 +272,47 @@ def test_mean_pooling_ignores_padding():
     assert torch.equal(pool(states, mask, "cls"), torch.tensor([[1.0, 2.0]]))
     with pytest.raises(ValueError, match="unknown pooling 'max'"):
         pool(states, mask, "max")
+
+
+def test_the_tiny_backbone_is_a_pure_function_of_its_texts(tmp_path):
+    texts = ["bobufi fifige. gugifa bobufi.", "mekija hijuhi. molika mekija hijuhi."] * 3
+    first, second = build_tiny_backbone(tmp_path / "a", texts), build_tiny_backbone(tmp_path / "b", texts)
+    for name in ("tokenizer.json", "model.safetensors", "config.json"):
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+
+
+def test_candidates_missing_from_docs_are_scored_empty_and_reported(toy, tmp_path, caplog):
+    import gzip
+    import shutil
+
+    release = tmp_path / "release"
+    shutil.copytree(toy[0], release, ignore=shutil.ignore_patterns(".cache"))
+    first_five = list(iter_queries(release / query_file("bi139-base", "en", "de", "test1")))[:5]
+    dropped = first_five[0].tgt_results[1][0]
+    occurrences = sum(doc == dropped for record in first_five for doc, _ in record.tgt_results)
+    kept = [line for line in gzip.open(release / "DOCS" / "de.tsv.gz", "rt") if not line.startswith(dropped + "\t")]
+    with gzip.open(release / "DOCS" / "de.tsv.gz", "wt") as out:
+        out.writelines(kept)
+    args = toy_args((release, toy[1]), tmp_path, **QUICK).resolved()
+    recipe = recipe_class(args.model)(args, args.init, torch.device("cpu"))
+    with caplog.at_level("WARNING", logger="clirmatrix"):
+        evaluation = rerank(recipe, release, "bi139-base", "en", "de", "test1", limit=5)
+    assert evaluation.queries == 5
+    assert f"{occurrences} of de candidates" in caplog.text and "scored as empty documents" in caplog.text
+
+
+def test_torchrun_with_two_processes_trains_without_code_changes(toy, tmp_path):
+    import subprocess
+    import sys
+
+    release, model = toy
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+               "-m", "clirmatrix.pipeline.cli", "train", "--model", "bi-encoder", "--loss", "in-batch", "--data", str(release),
+               "--init", str(model), "--out", str(run_dir), "--epochs", "1", "--steps-per-epoch", "3", "--batch-size", "4",
+               "--dev-queries", "5", "--max-len", "48"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("best dev nDCG@10") == 1  # rank 0 reports
+    state = json.loads((run_dir / "state.json").read_text())
+    assert state["done"] and state["step"] == 3 and len(state["history"]) == 1

@@ -45,7 +45,8 @@ class BiEncoderRecipe(Recipe):
             if not triples:
                 return None
             doc_id, label = rng.choice(triples)
-            return record.src_query, self.docs(direction[1])[doc_id], label
+            text = self.docs(direction[1]).get(doc_id)
+            return None if text is None else (record.src_query, text, label)
 
         examples = self.draw_examples(rng, size, triple)
         query_vectors = self.module(self.collator.texts([query for query, _, _ in examples]))
@@ -65,7 +66,10 @@ def draw_dpr_batch(recipe: Recipe, rng: random.Random, size: int) -> tuple[list[
         if ids is None:
             return None
         docs = recipe.docs(direction[1])
-        return record.src_query, docs[ids[0]], docs[ids[1]]
+        positive, negative = docs.get(ids[0]), docs.get(ids[1])
+        if positive is None or negative is None:  # judged but absent from DOCS
+            return None
+        return record.src_query, positive, negative
 
     examples = recipe.draw_examples(rng, size, example)
     return [q for q, _, _ in examples], [p for _, p, _ in examples], [n for _, _, n in examples]

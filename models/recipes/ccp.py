@@ -10,7 +10,7 @@ batch and that language's memory bank.
 Retrieval uses the calibrated CLS vectors: shifted and scaled per language with
 statistics of ``--calibration-docs`` documents, the query side rotated into the
 document language by Procrustes on the run's title pairs ("supervised
-calibration", §8.10). Calibration is refitted before every dev evaluation and once
+calibration", §8.10; ``--calibration shift-scale`` stops before the rotation). Calibration is refitted before every dev evaluation and once
 more for the best model, saved as ``RUN_DIR/calibration.pt``.
 """
 
@@ -31,6 +31,7 @@ from clirmatrix.models.modeling.encoder import Encoder, base_model
 from clirmatrix.models.recipes.base import DualEncoderRanker, LossTerms, Ranker, Recipe
 
 CALIBRATION = "calibration.pt"
+CALIBRATIONS = ("procrustes", "shift-scale")
 MASKED_FRACTION = 0.15  # BERT's MLM masking rate
 
 
@@ -103,8 +104,10 @@ class CcpRecipe(Recipe):
             texts = [self.random_doc(lang, rng) for _ in range(self.args.calibration_docs)]
             for start in range(0, len(texts), size):
                 calibration.update(lang, self._embed(texts[start : start + size]))
-        pairs = self.parallel_pairs()
-        for src, tgt in self.directions:
+        if self.args.calibration not in CALIBRATIONS:
+            raise ValueError(f"unknown calibration {self.args.calibration!r}; expected one of {', '.join(CALIBRATIONS)}")
+        pairs = self.parallel_pairs() if self.args.calibration == "procrustes" else []
+        for src, tgt in self.directions if pairs else ():
             chosen = [p for p in pairs if {p.lang_a, p.lang_b} == {src, tgt}]
             src_texts = [p.text_a if p.lang_a == src else p.text_b for p in chosen]
             tgt_texts = [p.text_b if p.lang_a == src else p.text_a for p in chosen]
@@ -145,7 +148,8 @@ class CalibratedRanker(DualEncoderRanker):
         self.calibration = calibration
 
     def embed(self, encoder: Encoder, lang: str, texts: Sequence[str], into: str | None = None) -> torch.Tensor:
-        return self.calibration.transform(lang, super().embed(encoder, lang, texts), into=into).float()
+        rotate = into if self.recipe.args.calibration == "procrustes" else None
+        return self.calibration.transform(lang, super().embed(encoder, lang, texts), into=rotate).float()
 
 
 def mask_tokens(input_ids: torch.Tensor, tokenizer, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

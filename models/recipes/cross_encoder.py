@@ -38,12 +38,17 @@ class CrossEncoderRecipe(Recipe):
         return [{"params": encoder, "lr": self.args.lr}, {"params": head, "lr": self.args.head_lr}]
 
     def losses(self, rng: random.Random, size: int, step: int) -> LossTerms:
-        stores = self.train_queries()
-        sampler = RankingPairSampler(stores, rng)
-        picks = [sampler.draw() for _ in range(size)]
-        queries = [pick.record.src_query for pick in picks]
-        positives = [self.docs(self.directions[p.store_index][1])[p.pos_id] for p in picks]
-        negatives = [self.docs(self.directions[p.store_index][1])[p.neg_id] for p in picks]
+        sampler = RankingPairSampler(self.train_queries(), rng)
+        queries, positives, negatives = [], [], []
+        while len(queries) < size:
+            pick = sampler.draw()
+            docs = self.docs(self.directions[pick.store_index][1])
+            positive, negative = docs.get(pick.pos_id), docs.get(pick.neg_id)
+            if positive is None or negative is None:  # judged but absent from DOCS (as in the 2020 release)
+                continue
+            queries.append(pick.record.src_query)
+            positives.append(positive)
+            negatives.append(negative)
         scores = self.module(self.collator.pairs(queries + queries, positives + negatives))
         yield {"ranking": PAIR_LOSSES[self.args.loss](scores[:size], scores[size:])}
 
