@@ -45,3 +45,37 @@ def extracted(sample, tmp_path_factory):
     work = tmp_path_factory.mktemp("work")
     result = run_extract(str(dumps), str(work), settings=DocsSettings(min_docs=100, max_bad_fraction=0.01), workers=1)
     return work, result, world
+
+
+TRAIN, EVAL = 60, 12  # base train and dev/test sizes of the sample build
+
+
+def build_config(dumps: Path, out: Path, **changes):
+    """Settings of the sample build: small splits, one worker."""
+    from dataclasses import replace
+
+    from clirmatrix.pipeline.config import BuildConfig
+
+    config = BuildConfig(
+        dumps=str(dumps), out=str(out), min_docs=100, max_bad_fraction=0.01, train_size=TRAIN, eval_size=EVAL, eval_fraction=0.15, workers=1
+    )
+    return replace(config, **changes)
+
+
+@pytest.fixture(scope="session")
+def world8(tmp_path_factory):
+    """Generated dumps of the 8 MULTI-8 languages."""
+    from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
+
+    return write_sample(tmp_path_factory, MULTI8_LANGUAGES, seed=7)
+
+
+@pytest.fixture(scope="session")
+def built(world8, tmp_path_factory):
+    """(release root, build result, generator truth): one ``clirmatrix build`` of the 8-language sample."""
+    from clirmatrix.beam_jobs.build import run_build
+
+    dumps, world = world8
+    out = tmp_path_factory.mktemp("build") / "out"
+    result = run_build(build_config(dumps, out))
+    return out, result, world

@@ -5,43 +5,14 @@ from __future__ import annotations
 import gzip
 import shutil
 from collections import defaultdict
-from dataclasses import replace
 from pathlib import Path
 
 import orjson
 import pytest
-from conftest import write_sample
+from conftest import EVAL, TRAIN, build_config
 
 from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
-
-TRAIN, EVAL = 60, 12
-
-
-def _config(dumps: Path, out: Path, **changes):
-    from clirmatrix.pipeline.config import BuildConfig
-
-    config = BuildConfig(
-        dumps=str(dumps), out=str(out), min_docs=100, max_bad_fraction=0.01, train_size=TRAIN, eval_size=EVAL, eval_fraction=0.15, workers=1
-    )
-    return replace(config, **changes)
-
-
-@pytest.fixture(scope="session")
-def world8(tmp_path_factory):
-    """Generated dumps of the 8 MULTI-8 languages."""
-    return write_sample(tmp_path_factory, MULTI8_LANGUAGES, seed=7)
-
-
-@pytest.fixture(scope="session")
-def built(world8, tmp_path_factory):
-    from clirmatrix.beam_jobs.build import run_build
-
-    dumps, world = world8
-    out = tmp_path_factory.mktemp("build") / "out"
-    result = run_build(_config(dumps, out))
-    return out, result, world
-
 
 def _lines(path: Path) -> list[dict]:
     with gzip.open(path, "rb") as handle:
@@ -180,13 +151,13 @@ def test_same_inputs_give_byte_identical_output_and_a_rerun_skips_every_stage(bu
     out, first, _ = built
     dumps, _ = world8
     other = tmp_path / "again"
-    run_build(_config(dumps, other))
+    run_build(build_config(dumps, other))
     mine, theirs = _released(out), _released(other)
     mine.pop(layout.MANIFEST), theirs.pop(layout.MANIFEST)  # it names the output folder
     assert mine == theirs
 
     records = {p.name: p.stat().st_mtime_ns for p in (other / ".work" / "_stages").glob("*.json")}
-    rerun = run_build(_config(dumps, other))
+    rerun = run_build(build_config(dumps, other))
     assert {p.name: p.stat().st_mtime_ns for p in (other / ".work" / "_stages").glob("*.json")} == records
     assert rerun.skipped == list(STAGES)
 
@@ -196,11 +167,11 @@ def test_a_new_seed_reruns_only_what_depends_on_it(world8, built, tmp_path):
 
     dumps, _ = world8
     out = tmp_path / "seeded"
-    run_build(_config(dumps, out))
+    run_build(build_config(dumps, out))
     stages = out / ".work" / "_stages"
     before = {p.stem: p.stat().st_mtime_ns for p in stages.glob("*.json") if p.stem != "checksums"}
     train = _lines(out / layout.query_file("bi139-base", "en", "de", "train"))
-    run_build(_config(dumps, out, seed=99))
+    run_build(build_config(dumps, out, seed=99))
     after = {p.stem: p.stat().st_mtime_ns for p in stages.glob("*.json") if p.stem != "checksums"}
     assert {name for name in before if before[name] != after[name]} == {"write", "stats"}
     assert _lines(out / layout.query_file("bi139-base", "en", "de", "train")) != train
@@ -276,12 +247,12 @@ def test_a_killed_build_resumes_and_two_workers_write_the_same_bytes(built, worl
 
     monkeypatch.setattr(write_release, "write_docs", dies_on_zh)
     with pytest.raises(BaseException, match="killed"):
-        run_build(_config(dumps, again))
+        run_build(build_config(dumps, again))
     assert not any(p.name.startswith(".") and ".tmp-" in p.name for p in again.rglob("*"))  # no half-written file left
     assert not (again / layout.INDEX).exists()
     monkeypatch.setattr(write_release, "write_docs", real_write_docs)
 
-    resumed = run_build(_config(dumps, again, workers=2))
+    resumed = run_build(build_config(dumps, again, workers=2))
     assert resumed.skipped == ["extract_docs", "extract_sitelinks", "link", "retrieve", "label", "propagate"]
     mine, theirs = _released(out), _released(again)
     mine.pop(layout.MANIFEST), theirs.pop(layout.MANIFEST)

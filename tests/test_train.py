@@ -9,6 +9,7 @@ merges bilingual runs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -316,3 +317,30 @@ def test_torchrun_with_two_processes_trains_without_code_changes(toy, tmp_path):
     assert done.stdout.count("best dev nDCG@10") == 1  # rank 0 reports
     state = json.loads((run_dir / "state.json").read_text())
     assert state["done"] and state["step"] == 3 and len(state["history"]) == 1
+
+
+def test_training_and_evaluation_read_a_real_sample_build(built, tmp_path):
+    """The trainer on ``clirmatrix build`` output: a tokenizer trained on its DOCS, MULTI-8 ids and 100 candidates."""
+    out, _, _ = built
+    texts = [text for lang in ("en", "de") for _, text in iter_docs(out / "DOCS" / f"{lang}.tsv.gz")]
+    model = build_tiny_backbone(tmp_path / "model", texts)
+    args = TrainArguments(model="cross-encoder", data=str(out), init=str(model), out=str(tmp_path / "run"), dataset="multi8",
+                          epochs=1, steps_per_epoch=2, batch_size=4, dev_queries=4, max_len=64)
+    state = run_training(args, show_progress=False)
+    assert state.done and len(state.history) == 1
+    rows = evaluate_run(tmp_path / "run", out, "test1", limit=5)
+    assert [(row.dataset, row.src, row.tgt, row.queries + row.excluded) for row in rows] == [("multi8", "en", "de", 5)]
+    dap = dataclasses.replace(args, model="dap", loss=None).resolved()
+    pairs = recipe_class("dap")(dap, model, torch.device("cpu")).parallel_pairs()
+    assert pairs and all({pair.lang_a, pair.lang_b} == {"en", "de"} and pair.text_a and pair.text_b for pair in pairs)
+
+
+def test_all_to_all_on_multi8_is_the_56_directions_of_the_multilingual_model():
+    from clirmatrix.models.recipes.base import resolve_directions
+
+    directions = resolve_directions("all", "all")
+    assert len(directions) == 56 == len(set(directions))
+    assert ("en", "de") in directions and ("de", "en") in directions and ("en", "en") not in directions
+    assert resolve_directions("en", "de,fr") == [("en", "de"), ("en", "fr")]
+    with pytest.raises(ValueError, match="name no direction"):
+        resolve_directions("en", "en")
