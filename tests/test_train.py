@@ -303,6 +303,8 @@ def test_candidates_missing_from_docs_are_scored_empty_and_reported(toy, tmp_pat
 
 
 def test_torchrun_with_two_processes_trains_without_code_changes(toy, tmp_path):
+    import os
+    import signal
     import subprocess
     import sys
 
@@ -312,9 +314,14 @@ def test_torchrun_with_two_processes_trains_without_code_changes(toy, tmp_path):
                "-m", "clirmatrix.pipeline.cli", "train", "--model", "bi-encoder", "--loss", "in-batch", "--data", str(release),
                "--init", str(model), "--out", str(run_dir), "--epochs", "1", "--steps-per-epoch", "3", "--batch-size", "4",
                "--dev-queries", "5", "--max-len", "48"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count("best dev nDCG@10") == 1  # rank 0 reports
+    job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = job.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)  # torchrun's workers too
+        raise
+    assert job.returncode == 0, stderr[-3000:]
+    assert stdout.count("best dev nDCG@10") == 1  # rank 0 reports
     state = json.loads((run_dir / "state.json").read_text())
     assert state["done"] and state["step"] == 3 and len(state["history"]) == 1
 
