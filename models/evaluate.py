@@ -35,6 +35,7 @@ from clirmatrix.models.recipes import recipe_class
 from clirmatrix.models.recipes.base import Recipe, resolve_directions
 from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.jsonl import QueryRecord, iter_queries
+from clirmatrix.pipeline.loader import QuerySplit
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 
 LOG = logging.getLogger("clirmatrix")
@@ -44,10 +45,7 @@ BACKBONE = "backbone"
 
 def query_records(root: str | Path, dataset: str, src: str, tgt: str, split: str, limit: int = 0) -> Iterator[QueryRecord]:
     """The split's records in file order (the first ``limit`` when > 0), streamed."""
-    path = Path(root) / layout.query_file(dataset, src, tgt, split)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is not there; fetch it with: clirmatrix download {dataset} --src {src} --tgt {tgt} --split {split}")
-    records = iter_queries(path)
+    records = iter_queries(QuerySplit(root, dataset, src, tgt, split).path)  # QuerySplit names a missing file
     return islice(records, limit) if limit > 0 else records
 
 
@@ -179,8 +177,8 @@ def evaluate_mixed(runs: Sequence[str | Path], data: str | Path, split: str, src
                 labels[tgt] = dict(aligned.tgt_results)
             if merge:
                 merged = zscore_merge(lists)
-            else:
-                merged = sorted(((t, d, s) for t, pairs in lists.items() for d, s in pairs), key=lambda item: -item[2])
+            else:  # one model's raw scores, in target then candidate order; evaluate_rankings ranks them
+                merged = [(t, d, s) for t, pairs in lists.items() for d, s in pairs]
             qrels[record.src_id] = mixed_qrels(labels)
             rankings[record.src_id] = mixed_ranking(merged)
     _warn_missing(missing, f"multi8 {src}->mixed {split}")

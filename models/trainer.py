@@ -40,11 +40,9 @@ class TrainState:
 
 
 def save_torch(obj: object, path: Path) -> None:
-    """``torch.save`` to a temporary name, then rename: a killed run leaves no truncated file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(path.name + ".tmp")
-    torch.save(obj, temp)
-    temp.replace(path)
+    """``torch.save`` through ``atomic_write``: a killed run leaves no truncated file."""
+    with atomic_write(path) as handle:
+        torch.save(obj, handle)
 
 
 class Trainer:
@@ -65,8 +63,9 @@ class Trainer:
         self.run_dir = run_dir
         self.dev_score = dev_score
         self.process = process
-        self.parameters = [p for group in recipe.param_groups() for p in group["params"]]
-        self.optimizer = torch.optim.AdamW(recipe.param_groups(), weight_decay=args.weight_decay, eps=1e-8)
+        groups = recipe.param_groups()
+        self.parameters = [p for group in groups for p in group["params"]]
+        self.optimizer = torch.optim.AdamW(groups, weight_decay=args.weight_decay, eps=1e-8)
         self.total_steps = args.epochs * args.steps_per_epoch
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._rate)
         self.state = TrainState()

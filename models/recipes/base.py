@@ -60,9 +60,7 @@ class DualEncoderRanker(Ranker):
 
     def embed(self, encoder: Encoder, lang: str, texts: Sequence[str], into: str | None = None) -> torch.Tensor:
         """Embeddings of ``texts`` (a recipe may post-process them, as CCP's calibration does)."""
-        size = self.recipe.args.eval_batch_size
-        parts = [encoder(self.recipe.collator.texts(texts[i : i + size])).float() for i in range(0, len(texts), size)]
-        return torch.cat(parts) if parts else torch.zeros(0, encoder.hidden_size)
+        return self.recipe.embed(encoder, texts)
 
     @torch.no_grad()
     def score(self, src: str, tgt: str, queries: Sequence[str], docs: Sequence[Sequence[str]]) -> list[list[float]]:
@@ -131,6 +129,12 @@ class Recipe:
 
     def load_finished(self, run_dir: Path) -> None:
         """Read back what :meth:`finish` wrote."""
+
+    def embed(self, encoder: Encoder, texts: Sequence[str]) -> torch.Tensor:
+        """``encoder``'s float32 vectors of ``texts``, ``eval_batch_size`` texts per forward pass."""
+        size = self.args.eval_batch_size
+        parts = [encoder(self.collator.texts(texts[i : i + size])).float() for i in range(0, len(texts), size)]
+        return torch.cat(parts) if parts else torch.zeros(0, encoder.hidden_size)
 
     # -- shared data access -------------------------------------------------------------
 

@@ -103,7 +103,7 @@ class CcpRecipe(Recipe):
         for lang in self.languages():
             texts = [self.random_doc(lang, rng) for _ in range(self.args.calibration_docs)]
             for start in range(0, len(texts), size):
-                calibration.update(lang, self._embed(texts[start : start + size]))
+                calibration.update(lang, self.embed(self.encoder, texts[start : start + size]))
         if self.args.calibration not in CALIBRATIONS:
             raise ValueError(f"unknown calibration {self.args.calibration!r}; expected one of {', '.join(CALIBRATIONS)}")
         pairs = self.parallel_pairs() if self.args.calibration == "procrustes" else []
@@ -111,19 +111,12 @@ class CcpRecipe(Recipe):
             chosen = [p for p in pairs if {p.lang_a, p.lang_b} == {src, tgt}]
             src_texts = [p.text_a if p.lang_a == src else p.text_b for p in chosen]
             tgt_texts = [p.text_b if p.lang_a == src else p.text_a for p in chosen]
-            x = calibration.transform(src, self._embed_all(src_texts))
-            y = calibration.transform(tgt, self._embed_all(tgt_texts))
+            x = calibration.transform(src, self.embed(self.encoder, src_texts))
+            y = calibration.transform(tgt, self.embed(self.encoder, tgt_texts))
             calibration.fit_rotation(src, tgt, x, y)
         self.module.train(was_training)
         self.calibration, self._calibrated_at = calibration, self._steps_seen
         return calibration
-
-    def _embed(self, texts: Sequence[str]) -> torch.Tensor:
-        return self.encoder(self.collator.texts(texts)).float()
-
-    def _embed_all(self, texts: Sequence[str]) -> torch.Tensor:
-        size = self.args.eval_batch_size
-        return torch.cat([self._embed(texts[i : i + size]) for i in range(0, len(texts), size)])
 
     def finish(self, run_dir: Path) -> None:
         self.calibrate().save(Path(run_dir) / CALIBRATION)
