@@ -49,11 +49,11 @@ class ToyRelease:
     candidates: int
 
 
-def _lexicon(lang: str, size: int, rng: random.Random) -> list[str]:
+def _lexicon(lang: str, size: int, rng: random.Random, syllables: int = 3) -> list[str]:
     consonants, vowels = _ALPHABETS[lang]
     words: set[str] = set()
     while len(words) < size:
-        words.add("".join(rng.choice(consonants) + rng.choice(vowels) for _ in range(3)))
+        words.add("".join(rng.choice(consonants) + rng.choice(vowels) for _ in range(syllables)))
     return sorted(words)
 
 
@@ -69,6 +69,7 @@ def write_toy_release(
     related: bool = True,
     dataset: str = "bi139-base",
     filler: int = 5,
+    anchor_sentences: int = 0,
 ) -> ToyRelease:
     """Write a small learnable release under ``root``: every ordered language pair, every split.
 
@@ -80,6 +81,14 @@ def write_toy_release(
     at the start of its titles, so an exact match finds the query's own article;
     ``related=False`` leaves only that article and label-0 filler among the candidates.
     Each sentence holds the article's three concepts and ``filler`` filler words.
+
+    ``anchor_sentences`` adds that many sentences to every article (shuffled among its
+    four concept sentences) in which the concepts are named by *anchors* instead: one word per
+    concept, spelled alike in every language (the ``names`` alphabet, four syllables, so
+    never an entity name), among the language's own filler words, like the named entities
+    and numbers that texts about one topic share across languages. Titles, and so
+    queries and labels, never contain anchors: a model can only use them to learn which
+    words of two languages mean the same, from monolingual text (what CCP does, MODELS.md §5).
     """
     root = Path(root)
     splits = splits or {"train": 300, "dev": 50, "test1": 50}
@@ -98,6 +107,7 @@ def write_toy_release(
             topics.append(topic)
 
     names = _lexicon("names", entities, rng) if shared_names else []
+    anchors = _lexicon("names", concepts, rng, syllables=4) if anchor_sentences else []
 
     def title(lang: str, entity: int) -> str:
         words = [lexicons[lang][c] for c in topics[entity][:2]]
@@ -110,6 +120,12 @@ def write_toy_release(
             sentence = [words[c] for c in topics[entity]] + [words[concepts + draw.randrange(FILLER_WORDS)] for _ in range(filler)]
             draw.shuffle(sentence)
             sentences.append(" ".join(sentence) + ".")
+        for _ in range(anchor_sentences):
+            sentence = [anchors[c] for c in topics[entity]] + [words[concepts + draw.randrange(FILLER_WORDS)] for _ in range(filler)]
+            draw.shuffle(sentence)
+            sentences.append(" ".join(sentence) + ".")
+        if anchor_sentences:
+            draw.shuffle(sentences)
         return " ".join(sentences)
 
     for lang in langs:
