@@ -28,7 +28,7 @@ def pipeline_options(beam_args: Sequence[str] = (), workers: int = 1) -> Pipelin
     --project ...``) passes through unchanged.
     """
     args = list(beam_args)
-    if not any(arg == "--runner" or arg.startswith("--runner=") for arg in args):
+    if not names_runner(args):
         workers = max(1, workers)
         args += ["--runner=FnApiRunner", f"--direct_num_workers={workers}"]
         args.append("--direct_running_mode=" + ("multi_processing" if workers > 1 else "in_memory"))
@@ -36,6 +36,11 @@ def pipeline_options(beam_args: Sequence[str] = (), workers: int = 1) -> Pipelin
         # Worker processes log their start-up at INFO; keep our progress lines only.
         args += ["--default_sdk_harness_log_level=WARNING", '--sdk_harness_log_level_overrides={"clirmatrix":"INFO"}']
     return PipelineOptions(args)
+
+
+def names_runner(beam_args: Sequence[str]) -> bool:
+    """Whether the Beam flags choose a runner (else the local FnApiRunner runs the job)."""
+    return any(arg == "--runner" or arg.startswith("--runner=") for arg in beam_args)
 
 
 def default_workers(units: int) -> int:

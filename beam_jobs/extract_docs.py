@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -68,9 +69,10 @@ def output_path(out_dir: str, dump: DumpFile, rank: int) -> str:
 class ExtractDumpFile(beam.DoFn):
     """One dump file -> one docs Parquet file; emits ``(lang, unit report)``."""
 
-    def __init__(self, out_dir: str, settings: DocsSettings) -> None:
+    def __init__(self, out_dir: str, settings: DocsSettings, background_inflate: bool = False) -> None:
         self.out_dir = out_dir
         self.settings = settings
+        self.background_inflate = background_inflate
         self.kept = Metrics.counter("clirmatrix", "docs_kept")
         self.rejected = Metrics.counter("clirmatrix", "records_rejected")
 
@@ -82,7 +84,7 @@ class ExtractDumpFile(beam.DoFn):
         dump_name = fileio.basename(dump.path)
         with fileio.open_raw(dump.path) as raw, ParquetSink(out_path, DOCS, ROWS_PER_GROUP) as sink:
             progress = ProgressLog(f"{dump.lang} {dump_name}", fileio.size_of(dump.path), raw.tell)
-            stream = fileio.open_dump(raw, dump.path)
+            stream = fileio.open_dump(raw, dump.path, self.background_inflate)
             if dump.kind == CIRRUS:
                 articles = cirrus.read_articles(fileio.iter_lines(stream, report), report)
             else:
@@ -121,16 +123,17 @@ class FinalizeLanguage(beam.DoFn):
 class ExtractDocs(beam.PTransform):
     """``(rank, DumpFile)`` units -> per-language docs Parquet; outputs the finished languages."""
 
-    def __init__(self, out_dir: str, settings: DocsSettings) -> None:
+    def __init__(self, out_dir: str, settings: DocsSettings, background_inflate: bool = False) -> None:
         super().__init__()
         self.out_dir = out_dir
         self.settings = settings
+        self.background_inflate = background_inflate
 
     def expand(self, units):
         return (
             units
             # One element per dump file; each file is read whole by one worker.
-            | "ReadDumpFile" >> beam.ParDo(ExtractDumpFile(self.out_dir, self.settings))
+            | "ReadDumpFile" >> beam.ParDo(ExtractDumpFile(self.out_dir, self.settings, self.background_inflate))
             # (lang, unit report) for every file of every language.
             | "GroupByLanguage" >> beam.GroupByKey()
             | "FinalizeLanguage" >> beam.ParDo(FinalizeLanguage(self.out_dir, self.settings.min_docs))
@@ -147,9 +150,17 @@ def run_extract_docs(
     """Run the stage and return its summary; raises ``TooManyBadRecords`` past the limit."""
     units = [(rank, dump) for lang in sorted(dumps) for rank, dump in enumerate(dumps[lang])]
     common.start_stage(out_dir)
-    options = common.pipeline_options(beam_args, workers or common.default_workers(len(units)))
+    workers = workers or common.default_workers(len(units))
+    options = common.pipeline_options(beam_args, workers)
+    # A second inflating thread pays only where a core is spare: one local worker on a
+    # multi-core machine. With a worker per core (or on a cluster) it only competes.
+    background_inflate = workers == 1 and (os.cpu_count() or 1) > 1 and not common.names_runner(beam_args)
     with beam.Pipeline(options=options) as pipeline:
-        _ = pipeline | "DumpFiles" >> beam.Create(units, reshuffle=len(units) > 1) | "ExtractDocs" >> ExtractDocs(out_dir, settings)
+        _ = (
+            pipeline
+            | "DumpFiles" >> beam.Create(units, reshuffle=len(units) > 1)
+            | "ExtractDocs" >> ExtractDocs(out_dir, settings, background_inflate)
+        )
     summaries = sorted(common.read_reports(out_dir), key=lambda summary: summary["lang"])
     reports = {s["lang"]: [FileReport.from_dict(unit["report"]) for unit in s["units"]] for s in summaries}
     check_bad_fraction(reports, settings.max_bad_fraction)

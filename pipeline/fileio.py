@@ -65,10 +65,14 @@ def open_raw(path: str) -> BinaryIO:
     return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
-def open_dump(raw: BinaryIO, path: str) -> IO[bytes]:
-    """Wrap a raw stream in the decompressor its extension names (.gz, .bz2, or none)."""
+def open_dump(raw: BinaryIO, path: str, background: bool = True) -> IO[bytes]:
+    """Wrap a raw stream in the decompressor its extension names (.gz, .bz2, or none).
+
+    ``background`` inflates gzip in a second thread: faster when a core is spare,
+    slower when every core already runs a worker (the thread then only competes).
+    """
     if path.endswith(".gz"):
-        return igzip_threaded.open(raw, "rb", threads=1)
+        return igzip_threaded.open(raw, "rb", threads=1 if background else 0)
     if path.endswith(".bz2"):
         return bz2.BZ2File(raw, "rb")
     return raw

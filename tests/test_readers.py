@@ -31,11 +31,11 @@ def read(lines):
     return list(cirrus.read_articles(numbered(lines), report)), report
 
 
-def read_dump_file(path):
+def read_dump_file(path, background=True):
     """Articles and report of a CirrusSearch dump file, opened as the job opens it."""
     report = FileReport(str(path))
     with fileio.open_raw(str(path)) as raw:
-        return list(cirrus.read_articles(fileio.iter_lines(fileio.open_dump(raw, str(path)), report), report)), report
+        return list(cirrus.read_articles(fileio.iter_lines(fileio.open_dump(raw, str(path), background), report), report)), report
 
 
 def assert_accounted(report):
@@ -100,15 +100,15 @@ def test_real_cirrussearch_document_is_read(tmp_path):
     assert articles[0].text == document["text"]
 
 
-@pytest.mark.parametrize("suffix", [".gz", ".bz2"])
-def test_truncated_stream_is_one_reject_with_the_line_it_stopped_at(tmp_path, suffix):
+@pytest.mark.parametrize("suffix, background", [(".gz", True), (".gz", False), (".bz2", True)])
+def test_truncated_stream_is_one_reject_with_the_line_it_stopped_at(tmp_path, suffix, background):
     rng = random.Random(1)
     words = lambda: " ".join(f"{rng.getrandbits(40):x}" for _ in range(60))  # noqa: E731  (incompressible)
     payload = b"".join(orjson.dumps({"index": {"_id": str(i)}}) + b"\n" + doc(f"T{i}", words()) + b"\n" for i in range(3000))
     data = gzip.compress(payload) if suffix == ".gz" else bz2.compress(payload)
     path = tmp_path / f"cut{suffix}"
     path.write_bytes(data[: len(data) // 2])
-    articles, report = read_dump_file(path)
+    articles, report = read_dump_file(path, background)
     assert 0 < len(articles) < 3000
     intact = payload[: len(payload) // 3].count(b"\n") // 2  # the first third surely decompresses
     assert len(articles) >= intact
@@ -117,12 +117,13 @@ def test_truncated_stream_is_one_reject_with_the_line_it_stopped_at(tmp_path, su
     assert stop["line"] >= 2 * len(articles)
 
 
-def test_corrupt_gzip_is_reported_not_raised(tmp_path):
+@pytest.mark.parametrize("background", [True, False])
+def test_corrupt_gzip_is_reported_not_raised(tmp_path, background):
     path = tmp_path / "bad.json.gz"
     path.write_bytes(b"\x1f\x8b\x08\x00garbage-not-deflate" * 10)
     report = FileReport(str(path))
     with fileio.open_raw(str(path)) as raw:
-        assert list(fileio.iter_lines(fileio.open_dump(raw, str(path)), report)) == []
+        assert list(fileio.iter_lines(fileio.open_dump(raw, str(path), background), report)) == []
     assert report.bad == 1 and set(report.rejected) <= {"corrupt_stream", "truncated_stream"}
 
 
