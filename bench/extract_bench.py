@@ -45,16 +45,16 @@ from isal import igzip, igzip_threaded
 from clirmatrix.pipeline.config import comma_list
 
 
-def _vocabulary(seed: int) -> tuple[list[str], list[str]]:
+def _sentences(seed: int) -> list[str]:
+    """The corpus's 20,000 sentences of random words, the same in every part."""
     rng = random.Random(seed)
     vocabulary = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 11))) for _ in range(30000)]
-    sentences = [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(6, 24))).capitalize() + "." for _ in range(20000)]
-    return vocabulary, sentences
+    return [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(6, 24))).capitalize() + "." for _ in range(20000)]
 
 
 def _write_part(job: tuple[Path, int, int, int]) -> Path:
     path, first, last, seed = job
-    _, sentences = _vocabulary(seed)
+    sentences = _sentences(seed)
     rng = random.Random(seed * 1_000_003 + first)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz:

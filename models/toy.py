@@ -115,15 +115,14 @@ def write_toy_release(
 
     def text(lang: str, entity: int, draw: random.Random) -> str:
         words = lexicons[lang]
-        sentences = []
-        for _ in range(4):
-            sentence = [words[c] for c in topics[entity]] + [words[concepts + draw.randrange(FILLER_WORDS)] for _ in range(filler)]
-            draw.shuffle(sentence)
-            sentences.append(" ".join(sentence) + ".")
-        for _ in range(anchor_sentences):
-            sentence = [anchors[c] for c in topics[entity]] + [words[concepts + draw.randrange(FILLER_WORDS)] for _ in range(filler)]
-            draw.shuffle(sentence)
-            sentences.append(" ".join(sentence) + ".")
+
+        def sentence(spelling: Sequence[str]) -> str:
+            """The entity's concepts spelled by ``spelling``, among the language's filler words."""
+            tokens = [spelling[c] for c in topics[entity]] + [words[concepts + draw.randrange(FILLER_WORDS)] for _ in range(filler)]
+            draw.shuffle(tokens)
+            return " ".join(tokens) + "."
+
+        sentences = [sentence(words) for _ in range(4)] + [sentence(anchors) for _ in range(anchor_sentences)]
         if anchor_sentences:
             draw.shuffle(sentences)
         return " ".join(sentences)
