@@ -37,7 +37,7 @@ from clirmatrix.pipeline.languages import is_unspaced
 from clirmatrix.pipeline.parquet_io import ParquetSink
 from clirmatrix.pipeline.progress import ProgressLog
 from clirmatrix.pipeline.truncate import DEFAULT_MAX_CHARS, DEFAULT_MAX_TOKENS, rule_for
-from clirmatrix.pipeline.truncate import truncate as truncate_text
+from clirmatrix.pipeline.truncate_arrow import truncate_array
 from clirmatrix.schemas import DOCS
 
 LOG = logging.getLogger("clirmatrix")
@@ -82,7 +82,9 @@ class ExtractDumpFile(beam.DoFn):
         rule = rule_for(is_unspaced(dump.lang, set(self.settings.extra_unspaced)), self.settings.max_tokens, self.settings.max_chars)
         out_path = output_path(self.out_dir, dump, rank)
         dump_name = fileio.basename(dump.path)
-        with fileio.open_raw(dump.path) as raw, ParquetSink(out_path, DOCS, ROWS_PER_GROUP) as sink:
+        # The truncated text is cut from each batch of full texts in compiled code.
+        derived = {"text": lambda columns: truncate_array(columns["text_full"], rule)}
+        with fileio.open_raw(dump.path) as raw, ParquetSink(out_path, DOCS, ROWS_PER_GROUP, derived) as sink:
             progress = ProgressLog(f"{dump.lang} {dump_name}", fileio.size_of(dump.path), raw.tell)
             stream = fileio.open_dump(raw, dump.path, self.background_inflate)
             if dump.kind == CIRRUS:
@@ -90,9 +92,7 @@ class ExtractDumpFile(beam.DoFn):
             else:
                 articles = mediawiki_xml.read_articles(stream, report)
             for article in articles:
-                sink.add(
-                    (dump.lang, article.doc_id, article.title, truncate_text(article.text, rule), article.text, article.entity, dump_name, article.line)
-                )
+                sink.add((dump.lang, article.doc_id, article.title, article.text, article.entity, dump_name, article.line))
                 progress.tick()
             seconds = progress.finish()
         self.kept.inc(report.kept)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -41,15 +41,28 @@ class ParquetSink:
     """Rows in, one Parquet file out; the file gets its final name only when closed cleanly.
 
     Use as a context manager. Row groups are written as they fill, so memory stays
-    bounded by ``rows_per_group`` whatever the size of the input.
+    bounded by ``rows_per_group`` whatever the size of the input. A ``derived``
+    column is not given in the rows but computed from the other columns of each
+    batch (the docs job truncates a whole batch of texts in one compiled call).
     """
 
-    def __init__(self, path: str, schema: pa.Schema, rows_per_group: int = ROWS_PER_GROUP) -> None:
+    def __init__(
+        self,
+        path: str,
+        schema: pa.Schema,
+        rows_per_group: int = ROWS_PER_GROUP,
+        derived: Mapping[str, Callable[[dict[str, pa.Array]], pa.Array]] | None = None,
+    ) -> None:
         self.path = path
         self.schema = schema
         self.rows_per_group = rows_per_group
         self.rows = 0
-        self._columns: list[list] = [[] for _ in schema]
+        self.derived = dict(derived or {})
+        unknown = set(self.derived) - set(schema.names)
+        if unknown:
+            raise ValueError(f"derived column(s) {sorted(unknown)} are not in the schema")
+        self._row_fields = [field for field in schema if field.name not in self.derived]
+        self._columns: list[list] = [[] for _ in self._row_fields]
         self._buffered = 0
         self._stack = contextlib.ExitStack()
         self._writer: pq.ParquetWriter | None = None
@@ -60,7 +73,7 @@ class ParquetSink:
         return self
 
     def add(self, row: Sequence) -> None:
-        """Append one row, given in schema column order."""
+        """Append one row, given in schema column order (derived columns left out)."""
         # Values go straight into per-column lists, so no row object outlives the call:
         # a batch of buffered row tuples kept the cyclic GC busy (~5% of the docs job).
         for values, value in zip(self._columns, row, strict=True):  # a row of the wrong length raises
@@ -72,12 +85,13 @@ class ParquetSink:
     def _flush(self) -> None:
         if not self._buffered:
             return
-        arrays = [pa.array(values, type=field.type) for values, field in zip(self._columns, self.schema)]
+        given = {field.name: pa.array(values, type=field.type) for values, field in zip(self._columns, self._row_fields)}
+        self._columns = [[] for _ in self._row_fields]
+        self._buffered = 0
+        arrays = [given[name] if name in given else self.derived[name](given) for name in self.schema.names]
         table = pa.Table.from_arrays(arrays, schema=self.schema)
         self._writer.write_table(check(table, self.schema, self.path))
         self.rows += table.num_rows
-        self._columns = [[] for _ in self.schema]
-        self._buffered = 0
 
     def add_table(self, table: pa.Table) -> None:
         """Append a whole table as its own row group(s), after any rows added one by one."""

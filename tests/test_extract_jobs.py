@@ -6,6 +6,7 @@ import bz2
 from pathlib import Path
 
 import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -15,8 +16,9 @@ from clirmatrix.beam_jobs.link_entities import run_link_entities
 from clirmatrix.pipeline.badinput import TooManyBadRecords
 from clirmatrix.pipeline.cli import main
 from clirmatrix.pipeline.dumps import discover
-from clirmatrix.pipeline.languages import UNSPACED_LANGUAGES
+from clirmatrix.pipeline.languages import UNSPACED_LANGUAGES, is_unspaced
 from clirmatrix.pipeline.parquet_io import ParquetSink
+from clirmatrix.pipeline.truncate import rule_for, truncate
 from clirmatrix.schemas import SITELINKS
 
 from conftest import SAMPLE_LANGS
@@ -60,8 +62,9 @@ def test_text_is_truncated_and_the_full_text_kept(extracted):
     work, _, _ = extracted
     for lang in SAMPLE_LANGS:
         rows = docs_of(work, lang)
+        rule = rule_for(is_unspaced(lang))
         for row in rows:
-            assert row["text"] and row["text_full"].startswith(row["text"][:20])
+            assert row["text"] and row["text"] == truncate(row["text_full"], rule)  # the job's batches follow the definition
             if lang in UNSPACED_LANGUAGES:
                 assert len(row["text"]) <= 600
             else:
@@ -130,6 +133,17 @@ def test_sink_keeps_row_order_across_row_groups_and_leaves_nothing_on_a_bad_row(
     with pytest.raises(TypeError), ParquetSink(str(tmp_path / "c.parquet"), SITELINKS) as sink:
         sink.add(("Q1", "en", 5))  # wrong type: found when the last rows are written on close
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet"]  # nothing half-written is left
+
+
+def test_sink_computes_a_derived_column_per_batch(tmp_path):
+    """The docs job's ``text`` is computed from each batch's other columns, in schema order."""
+    derived_title = {"title": lambda columns: pa.array([f"{lang.as_py()}:{entity.as_py()}" for lang, entity in zip(columns["lang"], columns["entity"])])}
+    with ParquetSink(str(tmp_path / "d.parquet"), SITELINKS, rows_per_group=2, derived=derived_title) as sink:
+        for i in range(3):
+            sink.add((f"Q{i}", "en"))  # title left out: it is derived
+    assert pq.read_table(tmp_path / "d.parquet").to_pylist() == [{"entity": f"Q{i}", "lang": "en", "title": f"en:Q{i}"} for i in range(3)]
+    with pytest.raises(ValueError, match="not in the schema"):
+        ParquetSink(str(tmp_path / "e.parquet"), SITELINKS, derived={"nope": derived_title["title"]})
 
 
 def test_small_languages_are_dropped_with_a_message(sample, tmp_path, caplog):

@@ -80,20 +80,3 @@ def test_token_limit_matches_a_regex_over_every_kind_of_whitespace():
         limit = rng.randint(0, 12)
         reference = re.compile(rf"\s*(?:\S+\s*){{0,{limit}}}").match(text).end()
         assert _limit_end(text, rule_for(unspaced=False, max_tokens=limit)) == reference, (text, limit)
-
-
-def test_token_limit_on_long_texts_equals_a_split_of_the_whole_text():
-    """Only a prefix is split; with long words it must grow until it holds every kept token."""
-    import random
-
-    from clirmatrix.pipeline.truncate import _limit_end
-
-    rng = random.Random(5)
-    for _ in range(300):
-        word_length = rng.choice([1, 5, 12, 40])  # 40: far more characters per token than the first guess
-        words = ["x" * rng.randint(1, word_length) for _ in range(rng.randint(0, 400))]
-        text = "".join(word + rng.choice([" ", "\n", "  ", "\u3000"]) for word in words)
-        limit = rng.choice([1, 50, 200, 399])
-        parts = text.split(None, limit)
-        expected = len(text) - len(parts[limit]) if len(parts) > limit else len(text)
-        assert _limit_end(text, rule_for(unspaced=False, max_tokens=limit)) == expected, (len(text), limit)
