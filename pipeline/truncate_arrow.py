@@ -4,9 +4,9 @@
 docs job truncates every article it extracts, and there that definition cost as
 much CPU as inflating the dump (11 us a document, mostly a Python split into 200
 token objects). This kernel walks the column's UTF-8 bytes once per batch instead
-(~3 us a document, copying the kept bytes included) and gives the same strings: the same whitespace (Python's
-``str.isspace``), the same sentence ends, the same strip; a test compares the two
-on generated texts in every script the rule knows.
+(~3 us a document, copying the kept bytes included) and gives the same strings:
+the same whitespace (Python's ``str.isspace``), the same sentence ends, the same
+strip; a test compares the two on generated texts in every script the rule knows.
 """
 
 from __future__ import annotations
@@ -45,6 +45,14 @@ def _decode(data, i):
 
 
 @numba.njit(nogil=True, cache=True)
+def _code_point_start(data, i):
+    """The first byte of the code point that byte ``i`` belongs to (UTF-8 continuation bytes are 10xxxxxx)."""
+    while data[i] & 0xC0 == 0x80:
+        i -= 1
+    return i
+
+
+@numba.njit(nogil=True, cache=True)
 def _one_of(cp, points):
     for point in points:
         if cp == point:
@@ -60,15 +68,22 @@ def _is_space(cp):
 
 
 @numba.njit(nogil=True, cache=True)
+def _skip_spaces(data, i, stop):
+    """The offset of the first non-whitespace code point at or after ``i`` (or ``stop``)."""
+    while i < stop:
+        cp, after = _decode(data, i)
+        if not _is_space(cp):
+            break
+        i = after
+    return i
+
+
+@numba.njit(nogil=True, cache=True)
 def _limit_end(data, start, stop, by_chars, limit):
     """Byte offset of the hard limit (``stop`` when the text is within it), as truncate._limit_end."""
     i = start
     if by_chars:
-        while i < stop:
-            cp, after = _decode(data, i)
-            if not _is_space(cp):
-                break
-            i = after
+        i = _skip_spaces(data, start, stop)
         kept = 0
         while i < stop and kept < limit:
             i = _decode(data, i)[1]
@@ -117,19 +132,11 @@ def _last_sentence_end(data, start, end, space_at_end):
     """
     p = end
     while p > start:
-        p -= 1
-        byte = data[p]
-        if byte < 0x80:
-            if byte != 0x2E and byte != 0x21 and byte != 0x3F:
-                continue
-            kind, j = 1, p + 1
-        else:
-            while data[p] & 0xC0 == 0x80:  # back to the first byte of the code point
-                p -= 1
-            cp, j = _decode(data, p)
-            kind = _is_stop(cp)
-            if kind == 0:
-                continue
+        p = _code_point_start(data, p - 1)
+        cp, j = _decode(data, p)
+        kind = _is_stop(cp)
+        if kind == 0:
+            continue
         while j < end:
             closer, after = _decode(data, j)
             if not _is_closer(closer):
@@ -145,15 +152,9 @@ def _last_sentence_end(data, start, end, space_at_end):
 @numba.njit(nogil=True, cache=True)
 def _strip(data, start, stop):
     """``[start, stop)`` without leading and trailing whitespace."""
-    while start < stop:
-        cp, after = _decode(data, start)
-        if not _is_space(cp):
-            break
-        start = after
+    start = _skip_spaces(data, start, stop)
     while stop > start:
-        lead = stop - 1
-        while data[lead] & 0xC0 == 0x80:  # back to the first byte of the last code point
-            lead -= 1
+        lead = _code_point_start(data, stop - 1)
         if not _is_space(_decode(data, lead)[0]):
             break
         stop = lead
