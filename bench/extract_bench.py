@@ -5,8 +5,9 @@ parts, like a split dump; ``--docs 100000`` for a quicker run) and a Wikidata du
 then measures, wall clock:
 
 - baselines, in one process: decompress and ``orjson.loads`` every line. The
-  reference uses one core and the job's decompressor (isal); the same with isal
-  inflating in a second thread, and with stdlib gzip, are printed beside it;
+  reference is BEAM.md's baseline, stdlib gzip on one core; beside it, stricter, the
+  same with the job's own decompressor (isal) on one core and with isal inflating
+  in a second thread;
 - the docs job (``run_extract_docs``) on the DirectRunner's in-process FnApiRunner
   with 1 worker and with 2 worker processes;
 - the sitelinks job with and without the pre-filter.
@@ -127,12 +128,16 @@ def median_run(runs: int, job) -> tuple[float, float]:
 
 
 BASELINES = {
-    # name -> opener. The first is the reference: one core, the job's own decompressor.
-    "baseline_isal_1_thread": lambda p: igzip.open(p, "rb"),
-    "baseline_isal_2_threads": lambda p: igzip_threaded.open(p, "rb", threads=1),  # inflate in a second thread
+    # name -> opener. The first is the reference: "decompress + orjson parse only,
+    # stdlib gzip, one process", as BEAM.md measures it and the target is set against.
     "baseline_stdlib_gzip": lambda p: gzip.open(p, "rb"),
+    # Stricter: the job's own decompressor on one core, and inflating in a second thread.
+    "baseline_isal_1_thread": lambda p: igzip.open(p, "rb"),
+    "baseline_isal_2_threads": lambda p: igzip_threaded.open(p, "rb", threads=1),
 }
-REFERENCE = "baseline_isal_1_thread"
+REFERENCE = "baseline_stdlib_gzip"
+STRICT = "baseline_isal_1_thread"
+TARGET = 0.5  # the 2-worker job, per core, against the one-core reference
 
 
 def main() -> None:
@@ -207,15 +212,27 @@ def main() -> None:
         wikidata_seconds[label] = time.perf_counter() - start
 
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    base, threaded = results[REFERENCE], results["baseline_isal_2_threads"]
-    print(f"\nstart-up included, median of {args.runs} runs; % of {REFERENCE} (one core, the job's decompressor) and of the 2-thread isal baseline")
-    print(f"{'':28} {'docs/s':>9} {'CPU us/doc':>11} {'% of 1-thread':>14} {'per core':>9} {'% of 2-thread':>14}")
+    base, strict = results[REFERENCE], results[STRICT]
+    print(f"\nstart-up included, median of {args.runs} runs; % of {REFERENCE} (the reference) and of {STRICT} (the job's decompressor)")
+    print(f"{'':28} {'docs/s':>9} {'CPU us/doc':>11} {'% of stdlib':>12} {'per core':>9} {'% of isal':>10} {'per core':>9}")
     for name, rate in results.items():
-        print(f"{name:28} {rate:9,.0f} {cpu[name] / args.docs * 1e6:11.1f} {rate / base:14.0%} {rate / cores[name] / base:9.0%} {rate / threaded:14.0%}")
-    print("\nstart-up left out (docs/s, % of the 1-thread baseline):")
+        print(
+            f"{name:28} {rate:9,.0f} {cpu[name] / args.docs * 1e6:11.1f} {rate / base:12.0%} {rate / cores[name] / base:9.0%}"
+            f" {rate / strict:10.0%} {rate / cores[name] / strict:9.0%}"
+        )
+    print(f"\nstart-up left out (docs/s, % of {REFERENCE} / of {STRICT}):")
     for name, rate in steady.items():
         net = args.docs / max(args.docs / results[name] - fixed[name], 1e-9)
-        print(f"  {name:26} wall minus the tiny dump's {fixed[name]:.1f} s: {net:9,.0f} ({net / base:.0%});  inside the DoFn: {rate:9,.0f} ({rate / base:.0%})")
+        print(
+            f"  {name:26} wall minus the tiny dump's {fixed[name]:.1f} s: {net:9,.0f} ({net / base:.0%} / {net / strict:.0%});"
+            f"  inside the DoFn: {rate:9,.0f} ({rate / base:.0%} / {rate / strict:.0%})"
+        )
+    print(f"\ntarget: the job with 2 workers, per core, at least {TARGET:.0%} of the one-process baseline (start-up included)")
+    for name in (n for n in results if cores[n] == 2 and n.startswith("beam")):
+        per_core = results[name] / 2
+        for label, rate in ((REFERENCE, base), (STRICT + " (stricter)", strict)):
+            verdict = "met" if per_core >= TARGET * rate else "not met"
+            print(f"  {name:18} against {label:34} {per_core / rate:5.0%}  {verdict}")
     print(f"docs Parquet: {docs_mb:.0f} MB; load average now {os.getloadavg()[0]:.1f}")
     if wikidata_seconds:
         print(f"\nWikidata sitelinks job, {args.entities:,} entities (one gzip file):")
