@@ -41,6 +41,7 @@ from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.jsonl import iter_lines, iter_queries, parse_query
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.loader import QuerySplit, documents
+from clirmatrix.pipeline.truncate import CLOSERS
 from clirmatrix.pipeline.localio import atomic_write
 
 try:  # POSIX; elsewhere concurrent builders each build and the last os.replace wins
@@ -463,8 +464,7 @@ def read_parallel_tsv(path: str | os.PathLike) -> Iterator[ParallelPair]:
 # - CJK 。！？, Devanagari danda । and double danda ॥, Arabic ؟ and Urdu ۔ wherever they stand
 #   (CJK text puts no space between sentences).
 # Abbreviations ("Dr. Who") do split: the splitter is deliberately simple.
-_CLOSERS = "\"'”’»)]」』）"
-_CLOSE = f"[{re.escape(_CLOSERS)}]*"
+_CLOSE = f"[{re.escape(CLOSERS)}]*"  # the closers of truncation's sentence ends
 _SENTENCE_END = re.compile(rf"[.!?]+{_CLOSE}(?=\s|$)|[。！？।॥؟۔]+{_CLOSE}")
 
 

@@ -21,11 +21,12 @@ DEFAULT_MAX_CHARS = 600
 # Myanmar, Ethiopic, Khmer, Tibetan), optionally followed by closing quotes or
 # brackets, then whitespace (a text within the limit is kept whole, so the end of the
 # text never needs to count). Full-width CJK stops need no following space.
-_CLOSERS = "\"'\u201d\u2019\u00bb)\\]\u300d\u300f\uff09"
-_SENTENCE_END = (
-    rf"(?:[.!?\u2026\u061f\u06d4\u0964\u0965\u0589\u104b\u1362\u17d4\u0f0d][{_CLOSERS}]*(?=\s)"
-    rf"|[\u3002\uff01\uff1f\uff61][{_CLOSERS}]*)"
-)
+# The character sets are shared with the compiled twin (``truncate_arrow``).
+STOPS_BEFORE_SPACE = ".!?\u2026\u061f\u06d4\u0964\u0965\u0589\u104b\u1362\u17d4\u0f0d"
+STOPS_ANYWHERE = "\u3002\uff01\uff1f\uff61"
+CLOSERS = "\"'\u201d\u2019\u00bb)]\u300d\u300f\uff09"
+_CLOSE = f"[{re.escape(CLOSERS)}]*"
+_SENTENCE_END = rf"(?:[{re.escape(STOPS_BEFORE_SPACE)}]{_CLOSE}(?=\s)|[{re.escape(STOPS_ANYWHERE)}]{_CLOSE})"
 # Greedy ".*" first: the regex engine backtracks from the end, so one C-level match
 # finds the *last* sentence end.
 _LAST_SENTENCE_END = re.compile(rf"(?s).*{_SENTENCE_END}")

@@ -15,20 +15,23 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from clirmatrix.pipeline.truncate import TruncationRule
+from clirmatrix.pipeline.truncate import CLOSERS, STOPS_ANYWHERE, STOPS_BEFORE_SPACE, TruncationRule
 
 # Code points Python's str.isspace() (and so str.split() and str.strip()) treats as
 # whitespace; a test checks this list against every code point.
 _SPACES = (0x85, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000)
-# Sentence ends of truncate._SENTENCE_END: a stop that must be followed (after any
-# closers) by whitespace, and the full-width CJK stops that need none.
-_STOPS_BEFORE_SPACE = (0x2E, 0x21, 0x3F, 0x2026, 0x061F, 0x06D4, 0x0964, 0x0965, 0x0589, 0x104B, 0x1362, 0x17D4, 0x0F0D)
-_STOPS_ANYWHERE = (0x3002, 0xFF01, 0xFF1F, 0xFF61)
-_CLOSERS = (0x22, 0x27, 0x201D, 0x2019, 0xBB, 0x29, 0x5D, 0x300D, 0x300F, 0xFF09)
+# truncate's sentence ends: a stop that must be followed (after any closers) by
+# whitespace (kind 1), and the full-width CJK stops that need none (kind 2).
+_STOPS_BEFORE_SPACE = tuple(ord(c) for c in STOPS_BEFORE_SPACE)
+_STOPS_ANYWHERE = tuple(ord(c) for c in STOPS_ANYWHERE)
+_CLOSERS = tuple(ord(c) for c in CLOSERS)
 # Per byte: 1 for ASCII whitespace, 0 for any other ASCII, 2 for a byte of a longer
 # code point (decoded before it is classed).
 _NOT_ASCII = 2
 _BYTE_CLASS = np.array([int(chr(b).isspace()) if b < 0x80 else _NOT_ASCII for b in range(256)], np.int64)
+# ASCII fast paths of _is_stop and _is_closer, from the same sets.
+_ASCII_STOP = np.array([1 if chr(b) in STOPS_BEFORE_SPACE else 2 if chr(b) in STOPS_ANYWHERE else 0 for b in range(0x80)], np.int64)
+_ASCII_CLOSER = np.array([chr(b) in CLOSERS for b in range(0x80)], np.bool_)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -110,7 +113,7 @@ def _limit_end(data, start, stop, by_chars, limit):
 def _is_stop(cp):
     """0: no sentence end; 1: one that needs whitespace after its closers; 2: one that does not."""
     if cp < 0x80:
-        return 1 if cp == 0x2E or cp == 0x21 or cp == 0x3F else 0
+        return _ASCII_STOP[cp]
     if _one_of(cp, _STOPS_BEFORE_SPACE):
         return 1
     return 2 if _one_of(cp, _STOPS_ANYWHERE) else 0
@@ -119,7 +122,7 @@ def _is_stop(cp):
 @numba.njit(nogil=True, cache=True)
 def _is_closer(cp):
     if cp < 0x80:
-        return cp == 0x22 or cp == 0x27 or cp == 0x29 or cp == 0x5D
+        return _ASCII_CLOSER[cp]
     return _one_of(cp, _CLOSERS)
 
 

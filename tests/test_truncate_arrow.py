@@ -6,12 +6,10 @@ import sys
 import pyarrow as pa
 import pytest
 
-from clirmatrix.pipeline.truncate import rule_for, truncate
+from clirmatrix.pipeline.truncate import CLOSERS, STOPS_ANYWHERE, STOPS_BEFORE_SPACE, rule_for, truncate
 from clirmatrix.pipeline.truncate_arrow import truncate_array
 
 SPACES = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
-STOPS = list(".!?\u2026\u061f\u06d4\u0964\u0965\u0589\u104b\u1362\u17d4\u0f0d\u3002\uff01\uff1f\uff61")
-CLOSERS = list("\"'\u201d\u2019\u00bb)]\u300d\u300f\uff09")
 
 
 def _both(texts, rule):
@@ -36,7 +34,7 @@ def test_every_code_point_is_treated_as_truncate_treats_it(unspaced):
 
 
 def test_random_texts_in_many_scripts_give_the_same_strings():
-    alphabet = SPACES + STOPS + CLOSERS + list("ab1é字ßя\u05d0\u0e01") + ["\u200b", "\ufeff", "\U0001f600", "\U00020000"]
+    alphabet = SPACES + list(STOPS_BEFORE_SPACE + STOPS_ANYWHERE + CLOSERS) + list("ab1é字ßя\u05d0\u0e01") + ["\u200b", "\ufeff", "\U0001f600", "\U00020000"]
     rng = random.Random(11)
     for _ in range(300):
         rule = rule_for(rng.random() < 0.3, max_tokens=rng.randint(0, 12), max_chars=rng.randint(0, 40))
