@@ -26,21 +26,25 @@ from importlib import metadata
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from clirmatrix.beam_jobs import common, runners
 from clirmatrix.beam_jobs.extract import NoDumpsError, find_dumps
 from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
 from clirmatrix.beam_jobs.extract_sitelinks import run_extract_sitelinks
 from clirmatrix.beam_jobs.label import run_label
 from clirmatrix.beam_jobs.link_entities import run_link_entities
 from clirmatrix.beam_jobs.propagate import run_propagate
-from clirmatrix.beam_jobs.retrieve import RetrievalSettings, check_engine, run_retrieve
-from clirmatrix.beam_jobs.stages import StageLog, fingerprint
+from clirmatrix.beam_jobs.retrieve import run_retrieve
+from clirmatrix.beam_jobs.stages import StageLog
+from clirmatrix.pipeline.fingerprint import fingerprint
 from clirmatrix.beam_jobs.stats import counted_while_writing, run_stats
-from clirmatrix.beam_jobs.write_release import ReleaseSettings, run_write_release
+from clirmatrix.beam_jobs.write_release import run_write_release
 from clirmatrix.pipeline import fileio, layout
 from clirmatrix.pipeline.config import BuildConfig, as_dict, resolve
 from clirmatrix.pipeline.corpus import WorkDirs
 from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.localio import md5_of
+from clirmatrix.pipeline.release import ReleaseSettings
+from clirmatrix.pipeline.retrieval import RetrievalSettings, check_engine
 from clirmatrix.pipeline.splits import SplitSettings
 
 LOG = logging.getLogger("clirmatrix")
@@ -101,10 +105,18 @@ def input_checksums(inputs: Sequence[dict], dumps_dir: str, work_dir: str) -> li
 
 
 def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult:
-    """Run (or resume) every stage; raises NoDumpsError when nothing usable is found."""
-    config = config.check()
+    """Run (or resume) every stage; raises NoDumpsError when nothing usable is found.
+
+    Relative paths become absolute here, on the driver: workers open them from
+    working directories of their own. ``beam_args`` are Beam's flags (``--runner
+    dask``, ``--s3_endpoint_url``, ...), resolved once for every stage.
+    """
+    config = replace(config.check(), dumps=fileio.absolute(config.dumps), out=fileio.absolute(config.out), work=fileio.absolute(config.work))
+    beam_args = runners.resolve(beam_args)
+    common.use_filesystem_options(beam_args)
     bm25 = Bm25Settings(config.k1, config.b, config.title_boost, config.combine)
-    retrieval = RetrievalSettings(config.engine, config.k, bm25, config.threads, config.es_url or os.environ.get("CLIRMATRIX_ES_URL", ""))
+    es_url = config.es_url or os.environ.get("CLIRMATRIX_ES_URL", "")
+    retrieval = RetrievalSettings(config.engine, config.k, bm25, config.threads, es_url, shard_docs=config.shard_docs, block_size=config.block_size)
     check_engine(retrieval, config.langs)
     work, version = WorkDirs(config.work_dir), metadata.version("clirmatrix")
     log = StageLog(work.root)
@@ -129,11 +141,9 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
         lambda: run_extract_sitelinks(found.wikidata, langs, work.stage("sitelinks"), config.max_bad_fraction, beam_args, workers),
     )
     keys["link"] = fingerprint("link", keys["extract_docs"], keys["extract_sitelinks"])
-    summaries["link"] = log.run(
-        "link", keys["link"], lambda: run_link_entities(work.stage("docs"), work.stage("sitelinks"), work.stage("entity_docs"), beam_args, workers)
-    )
+    summaries["link"] = log.run("link", keys["link"], lambda: run_link_entities(work.root, beam_args, workers))
 
-    keys["retrieve"] = fingerprint("retrieve", keys["extract_docs"], retrieval.fingerprint_parts())
+    keys["retrieve"] = fingerprint("retrieve", keys["link"], retrieval.fingerprint_parts())
     retrieval = replace(retrieval, docs_key=keys["extract_docs"])
     summaries["retrieve"] = log.run("retrieve", keys["retrieve"], lambda: run_retrieve(work.root, langs, retrieval, beam_args, workers))
     keys["label"] = fingerprint("label", keys["retrieve"])
@@ -154,7 +164,7 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
         "write", keys["write"], lambda: run_write_release(work.root, config.out, langs, release, beam_args, workers), force=rewrite
     )
     keys["stats"] = fingerprint("stats", keys["write"])
-    restat = rewrite or not fileio.exists(fileio.join(config.out, layout.STATS_DIR))
+    restat = rewrite or not fileio.any_under(fileio.join(config.out, layout.STATS_DIR))
     summaries["stats"] = log.run("stats", keys["stats"], lambda: run_stats(config.out, counted_while_writing(work.root)), force=restat)
 
     manifest = {

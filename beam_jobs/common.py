@@ -1,22 +1,39 @@
-"""What every clirmatrix Beam job shares: runner options, stage folders, per-unit reports.
+"""What every clirmatrix Beam job shares: runner options, units of work, stage folders, reports.
 
-A stage writes into its own folder. Each unit of work (a dump file, a language)
-writes its report to ``_reports/`` beside its output; the driver reads them after
-the run, and only then writes ``_SUCCESS.json``. A folder without that marker is
-an unfinished stage, whatever files it holds.
+A stage writes into its own folder. The driver plans every unit of work of the
+stage (a dump file, a language's shard, a block of queries, a direction) before
+the pipeline starts; each unit writes its output and its report to ``_reports/``
+beside it, both atomically and always the same for the same inputs, so a retried
+unit leaves exactly what a first try would. The driver reads the reports after
+the run, and only then writes ``_SUCCESS.json``: a folder without that marker is an
+unfinished stage, whatever files it holds.
+
+A stage whose units depend on other units runs its steps in one pipeline with a
+``Barrier`` between them: every unit flows through every step, each step runs its
+own units and passes the others on, and the barrier holds them until the step
+before has finished them all. Units keep their own key across a barrier, so they
+stay spread over the workers (the runner never sees fewer elements than units).
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from clirmatrix.pipeline import fileio
+# The stage-folder conventions live in the library; the jobs reach them through here.
+from clirmatrix.pipeline.reports import finish_stage, is_complete, read_reports, require_complete, start_stage, write_report
+from clirmatrix.pipeline.units import Unit
 
-SUCCESS = "_SUCCESS.json"
-REPORTS = "_reports"
+LOG = logging.getLogger("clirmatrix")
+__all__ = [
+    "Barrier", "RunUnits", "default_workers", "finish_stage", "is_complete", "names_runner", "pipeline_options", "read_reports",
+    "require_complete", "run_stage", "start_stage", "use_filesystem_options", "write_report",
+]
 
 
 def pipeline_options(beam_args: Sequence[str] = (), workers: int = 1) -> PipelineOptions:
@@ -38,6 +55,16 @@ def pipeline_options(beam_args: Sequence[str] = (), workers: int = 1) -> Pipelin
     return PipelineOptions(args)
 
 
+def use_filesystem_options(beam_args: Sequence[str]) -> None:
+    """Give Beam's FileSystems the flags that configure them (``--s3_endpoint_url``, credentials, ...).
+
+    A pipeline does this itself on the driver and in Beam's own worker processes;
+    the driver's own file work before the first pipeline, and runners that execute
+    DoFns in processes of their own (Dask), need it done here.
+    """
+    FileSystems.set_options(PipelineOptions(list(beam_args)))
+
+
 def names_runner(beam_args: Sequence[str]) -> bool:
     """Whether the Beam flags choose a runner (else the local FnApiRunner runs the job)."""
     return any(arg == "--runner" or arg.startswith("--runner=") for arg in beam_args)
@@ -48,34 +75,53 @@ def default_workers(units: int) -> int:
     return max(1, min(units, os.cpu_count() or 1))
 
 
-def start_stage(stage_dir: str) -> None:
-    """Clear a stage folder so no output of an earlier run can mix with this one."""
-    fileio.remove_tree(stage_dir)
-    fileio.make_dirs(stage_dir)
+class RunUnits(beam.DoFn):
+    """Runs the units of one step (``run(*unit.args)`` returns the unit's report) and passes the others on.
+
+    Each finished unit writes its report and leaves its name in the output. No
+    state outlives a call: whatever a unit needs it reads from its inputs.
+    """
+
+    def __init__(self, step: str, run: Callable[..., dict], report_dir: str, beam_args: Sequence[str] = ()) -> None:
+        self.step = step
+        self.run = run
+        self.report_dir = report_dir
+        self.beam_args = list(beam_args)
+
+    def setup(self) -> None:
+        use_filesystem_options(self.beam_args)
+
+    def process(self, element):
+        if not isinstance(element, Unit) or element.step != self.step:
+            yield element
+            return
+        report = self.run(*element.args)
+        write_report(self.report_dir, element.name, report)
+        yield element.name
 
 
-def write_report(stage_dir: str, name: str, report: dict) -> None:
-    fileio.write_json(fileio.join(stage_dir, REPORTS, f"{name}.json"), report)
+def _keyed(element) -> tuple[str, object]:
+    return (element.name if isinstance(element, Unit) else str(element)), element
 
 
-def read_reports(stage_dir: str) -> list[dict]:
-    return [fileio.read_json(path) for path in fileio.list_files(fileio.join(stage_dir, REPORTS, "*.json"))]
+class Barrier(beam.PTransform):
+    """Holds every element until the step before has processed all of them (a GroupByKey by unit)."""
+
+    def expand(self, pcoll):
+        return pcoll | "ByUnit" >> beam.Map(_keyed) | "AllDone" >> beam.GroupByKey() | "Release" >> beam.FlatMapTuple(lambda _, values: values)
 
 
-def finish_stage(stage_dir: str, summary: dict) -> None:
-    fileio.write_json(fileio.join(stage_dir, SUCCESS), summary)
-
-
-def is_complete(stage_dir: str) -> bool:
-    return fileio.exists(fileio.join(stage_dir, SUCCESS))
-
-
-class IncompleteStageError(RuntimeError):
-    """A stage's output was asked for before that stage finished."""
-
-
-def require_complete(stage_dir: str, what: str) -> dict:
-    """The stage's summary, or a clear error saying which stage to run first."""
-    if not is_complete(stage_dir):
-        raise IncompleteStageError(f"{stage_dir} holds no finished {what} (no {SUCCESS}); run that stage first")
-    return fileio.read_json(fileio.join(stage_dir, SUCCESS))
+def run_stage(label: str, units: Sequence[Unit], transform: beam.PTransform, beam_args: Sequence[str] = (), workers: int | None = None) -> None:
+    """One Beam pipeline: ``units`` -> ``transform`` (a stage's composite), on the configured runner."""
+    if not units:
+        return
+    options = pipeline_options(beam_args, workers or default_workers(len(units)))
+    pipeline = beam.Pipeline(options=options)
+    _ = pipeline | f"{label}Units" >> beam.Create(list(units), reshuffle=len(units) > 1) | label >> transform
+    result = pipeline.run()
+    try:
+        result.wait_until_finish()
+    finally:
+        client = getattr(result, "client", None)  # Beam's Dask runner leaves its client open
+        if client is not None:
+            client.close()

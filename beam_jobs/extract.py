@@ -19,6 +19,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from clirmatrix.beam_jobs import common, runners
 from clirmatrix.beam_jobs.extract_docs import DEFAULT_MIN_DOCS, DocsSettings, run_extract_docs
 from clirmatrix.beam_jobs.extract_sitelinks import run_extract_sitelinks
 from clirmatrix.beam_jobs.link_entities import run_link_entities
@@ -70,6 +71,7 @@ def run_extract(
     workers: int | None = None,
 ) -> ExtractResult:
     """Run docs, sitelinks and linking for every language found (or ``langs``)."""
+    dumps_dir, work_dir, beam_args = prepare_run(dumps_dir, work_dir, beam_args)
     found = find_dumps(dumps_dir, langs, source)
     dirs = stage_dirs(work_dir)
     docs = run_extract_docs(found.docs, dirs["docs"], settings, beam_args, workers)
@@ -77,7 +79,7 @@ def run_extract(
     if not kept:
         raise NoDumpsError(f"every language has fewer than --min-docs {settings.min_docs:,} documents; nothing to link")
     sitelinks = run_extract_sitelinks(found.wikidata, kept, dirs["sitelinks"], settings.max_bad_fraction, beam_args, workers)
-    entity_docs = run_link_entities(dirs["docs"], dirs["sitelinks"], dirs["entity_docs"], beam_args, workers)
+    entity_docs = run_link_entities(work_dir, beam_args, workers)
     return ExtractResult(docs, sitelinks, entity_docs, found.notes)
 
 
@@ -97,6 +99,13 @@ def run(argv: Sequence[str] | None = None) -> ExtractResult:
     args, beam_args = build_parser().parse_known_args(argv)
     settings = DocsSettings(min_docs=args.min_docs, max_bad_fraction=args.max_bad_fraction)
     return run_extract(args.dumps, args.output, args.langs, args.source, settings, beam_args, args.workers)
+
+
+def prepare_run(dumps_dir: str, work_dir: str, beam_args: Sequence[str]) -> tuple[str, str, list[str]]:
+    """Absolute paths (workers have working directories of their own) and resolved Beam flags."""
+    beam_args = runners.resolve(beam_args)
+    common.use_filesystem_options(beam_args)
+    return fileio.absolute(dumps_dir), fileio.absolute(work_dir), beam_args
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from clirmatrix.pipeline.dedup import drop_duplicate_ids
 from clirmatrix.pipeline.dumps import CIRRUS, DumpFile, discover
 from clirmatrix.pipeline.formats import cirrus, mediawiki_xml
 from clirmatrix.pipeline.languages import is_unspaced
-from clirmatrix.pipeline.parquet_io import ParquetSink
+from clirmatrix.pipeline.parquet_io import ParquetSink, row_counts
 from clirmatrix.pipeline.progress import ProgressLog
 from clirmatrix.pipeline.truncate import DEFAULT_MAX_CHARS, DEFAULT_MAX_TOKENS, rule_for
 from clirmatrix.pipeline.truncate_arrow import truncate_array
@@ -110,11 +110,13 @@ class FinalizeLanguage(beam.DoFn):
     def process(self, element: tuple[str, Sequence[dict]]) -> Iterator[str]:
         lang, units = element
         units = sorted(units, key=lambda unit: unit["rank"])
-        duplicates = drop_duplicate_ids([unit["output"] for unit in units])
-        docs = sum(unit["report"]["kept"] for unit in units) - duplicates
-        dropped = docs < self.min_docs
-        if dropped:
-            fileio.remove_tree(fileio.join(self.out_dir, lang))
+        paths = [unit["output"] for unit in units]
+        drop_duplicate_ids(paths)
+        # Counted from the files, not from what this call removed: a retried bundle finds the
+        # duplicates already gone and must report the same numbers.
+        docs = sum(row_counts(paths))
+        duplicates = sum(unit["report"]["kept"] for unit in units) - docs
+        dropped = docs < self.min_docs  # its files are removed by the driver, once: a retry finds them still here
         summary = {"lang": lang, "docs": docs, "duplicates": duplicates, "dropped": dropped, "units": units}
         common.write_report(self.out_dir, lang, summary)
         yield lang
@@ -166,6 +168,7 @@ def run_extract_docs(
     check_bad_fraction(reports, settings.max_bad_fraction)
     summary = _summarise(summaries, settings)
     for lang, entry in summary["dropped"].items():
+        fileio.remove_tree(fileio.join(out_dir, lang))
         LOG.warning("%s dropped: %s documents, fewer than --min-docs %s", lang, f"{entry['docs']:,}", f"{settings.min_docs:,}")
     common.finish_stage(out_dir, summary)
     return summary

@@ -1,103 +1,87 @@
-"""``labels`` + ``entity_docs`` -> ``propagated`` Parquet: labels carried into every other language (PIPELINE.md section 6).
+"""``labels`` + ``catalog`` -> ``propagated`` Parquet: labels carried into every other language (PIPELINE.md section 6).
 
-Two Beam pipelines. First, per language, the entity of every document by
-position (``propagated/_entities/{lang}.parquet``), so later units read a small
-column instead of every language's ids. Then one unit per query language X:
-read X's labels once and write ``propagated/{X}/{Y}.parquet`` for every other
-language Y.
+Two steps of ``clirmatrix.pipeline.propagation``: one unit per query language X
+pairs X's documents with the same entity's article in every other language Y
+(``propagated/_links/{X}/{Y}.parquet``); then one unit per block of X's queries
+carries that block's labels into every Y (``propagated/{X}/{Y}/{block}.parquet``).
 
 Example::
 
-    python -m clirmatrix.beam_jobs.propagate --work work/ --langs en,de,fr
+    python -m clirmatrix.beam_jobs.propagate --work work/
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import apache_beam as beam
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from clirmatrix.beam_jobs import common, stages
+from clirmatrix.beam_jobs import common, runners, stages
+from clirmatrix.beam_jobs.label import language_plans
 from clirmatrix.pipeline import fileio
-from clirmatrix.pipeline.corpus import WorkDirs, load_corpus
-from clirmatrix.pipeline.parquet_io import read_table, write_table
-from clirmatrix.pipeline.propagation import Labelled, propagate
-from clirmatrix.schemas import LABELS, PROPAGATED
+from clirmatrix.pipeline.corpus import WorkDirs
+from clirmatrix.pipeline.propagation import propagate_block, write_doc_links
+from clirmatrix.pipeline.units import Unit
 
 LOG = logging.getLogger("clirmatrix")
-ENTITIES = pa.schema([pa.field("entity", pa.string(), nullable=True)], metadata={"clirmatrix.artefact": "entities_by_position"})
+LINKS, PROPAGATE = "links", "propagate"
 
 
-def entities_path(stage_dir: str, lang: str) -> str:
-    return fileio.join(stage_dir, "_entities", f"{lang}.parquet")
+class PropagateLabels(beam.PTransform):
+    """Languages and blocks of queries -> each block's labels in every other language."""
 
-
-def read_entities(stage_dir: str, lang: str) -> pa.Array:
-    """The entity (or null) of each document of ``lang``, by position."""
-    return read_table([entities_path(stage_dir, lang)], ENTITIES).column("entity").combine_chunks()
-
-
-class EntitiesByPosition(beam.DoFn):
-    def __init__(self, work_root: str, out_dir: str) -> None:
+    def __init__(self, work_root: str, langs: Sequence[str], beam_args: Sequence[str] = ()) -> None:
+        super().__init__()
         self.work_root = work_root
-        self.out_dir = out_dir
+        self.langs = sorted(langs)
+        self.beam_args = list(beam_args)
 
-    def process(self, lang: str) -> Iterator[str]:
-        corpus = load_corpus(WorkDirs(self.work_root), lang, with_titles=False)
-        write_table(entities_path(self.out_dir, lang), pa.table([corpus.entities], schema=ENTITIES), ENTITIES)
-        yield lang
-
-
-class PropagateLanguage(beam.DoFn):
-    """Query language X -> one Parquet file per target language, and per-direction counts."""
-
-    def __init__(self, work_root: str, out_dir: str, langs: Sequence[str]) -> None:
-        self.work_root = work_root
-        self.out_dir = out_dir
-        self.langs = list(langs)
-
-    def process(self, src: str) -> Iterator[str]:
-        work = WorkDirs(self.work_root)
-        table = read_table([fileio.join(work.stage("labels"), f"{src}.parquet")], LABELS)
-        labels = Labelled(*(table.column(name).to_numpy() for name in ("query", "doc", "label")))
-        src_entities = read_entities(self.out_dir, src)
-        directions = {}
-        for tgt in self.langs:
-            if tgt == src:
-                continue
-            x_to_y = pc.index_in(src_entities, value_set=read_entities(self.out_dir, tgt), skip_nulls=True)
-            carried = propagate(labels, x_to_y.fill_null(-1).to_numpy().astype(np.int32))
-            write_table(
-                fileio.join(self.out_dir, src, f"{tgt}.parquet"),
-                pa.table([pa.array(carried.query), pa.array(carried.doc), pa.array(carried.label)], schema=PROPAGATED),
-                PROPAGATED,
-            )
-            directions[tgt] = {"queries": int(len(np.unique(carried.query))), "labels": int(len(carried.label))}
-        common.write_report(self.out_dir, src, {"lang": src, "queries": int(len(np.unique(labels.query))), "directions": directions})
-        LOG.info("%s: labels carried into %d languages", src, len(directions))
-        yield src
+    def expand(self, units):
+        report_dir = WorkDirs(self.work_root).stage("propagated")
+        links = functools.partial(write_doc_links, self.work_root)
+        carry = functools.partial(propagate_block, self.work_root)
+        return (
+            units
+            # Pair each language's documents with the same entity's article in every other language.
+            | "LinkDocuments" >> beam.ParDo(common.RunUnits(LINKS, links, report_dir, self.beam_args))
+            | "WhenLinked" >> common.Barrier()
+            # Carry each block's labels through those pairs.
+            | "CarryLabels" >> beam.ParDo(common.RunUnits(PROPAGATE, carry, report_dir, self.beam_args))
+        )
 
 
 def run_propagate(work_root: str, langs: Sequence[str], beam_args: Sequence[str] = (), workers: int | None = None) -> dict:
-    """Carry every language's labels into every other language."""
+    """Carry every language's labels into every other language; returns per-direction counts."""
     work = WorkDirs(work_root)
-    common.require_complete(work.stage("labels"), "labels")
+    plans = language_plans(common.require_complete(work.stage("labels"), "labels"))
+    langs = sorted(langs)
     out_dir = work.stage("propagated")
     common.start_stage(out_dir)
-    langs = sorted(langs)
-    stages.run_units("EntitiesByPosition", langs, EntitiesByPosition(work_root, out_dir), beam_args, workers)
-    stages.run_units("PropagateLanguage", langs, PropagateLanguage(work_root, out_dir, langs), beam_args, workers)
-    return stages.finish_languages(out_dir, "propagated")
+    units = [Unit(LINKS, f"links.{lang}", (lang, langs)) for lang in langs]
+    units += [Unit(PROPAGATE, f"carry.{plan.lang}.{block:05d}", (plan, block, langs)) for plan in sorted(plans, key=lambda p: -p.docs) for block in range(plan.blocks)]
+    common.run_stage("PropagateLabels", units, PropagateLabels(work_root, langs, beam_args), beam_args, workers)
+    reports = common.read_reports(out_dir)
+    languages = {}
+    for plan in plans:
+        blocks = [r for r in reports if r["lang"] == plan.lang and "block" in r]
+        directions = {}
+        for tgt in langs:
+            if tgt != plan.lang:
+                directions[tgt] = {key: sum(r["directions"][tgt][key] for r in blocks) for key in ("queries", "labels")}
+        languages[plan.lang] = {"lang": plan.lang, "queries": plan.docs, "directions": directions, "plan": plan.to_dict()}
+    summary = {"stage": "propagated", "languages": languages}
+    common.finish_stage(out_dir, summary)
+    return summary
 
 
 def run(argv: Sequence[str] | None = None) -> dict:
-    parser = stages.job_parser(__doc__, "The build's work folder (with labels/ and entity_docs/).", with_langs=True)
+    parser = stages.job_parser(__doc__, "The build's work folder (with labels/ and catalog/).", with_langs=True)
     args, beam_args = parser.parse_known_args(argv)
-    return run_propagate(args.work, args.langs, beam_args)
+    beam_args = runners.resolve(beam_args)
+    common.use_filesystem_options(beam_args)
+    return run_propagate(fileio.absolute(args.work), args.langs, beam_args)
 
 
 if __name__ == "__main__":

@@ -10,13 +10,9 @@ first), which is also how a killed run resumes.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-
-import apache_beam as beam
-import orjson
 
 from clirmatrix.beam_jobs import common
 from clirmatrix.pipeline import fileio
@@ -24,11 +20,6 @@ from clirmatrix.pipeline.config import comma_list
 
 LOG = logging.getLogger("clirmatrix")
 STAGES_DIR = "_stages"
-
-
-def fingerprint(*parts: object) -> str:
-    """A short stable hash of JSON-serialisable parts (dict keys sorted)."""
-    return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()[:24]
 
 
 class StageLog:
@@ -67,15 +58,6 @@ class StageLog:
     def seconds(self, name: str) -> float | None:
         path = self._path(name)
         return fileio.read_json(path).get("seconds") if fileio.exists(path) else None
-
-
-def run_units(label: str, units: Sequence, dofn: beam.DoFn, beam_args: Sequence[str], workers: int | None) -> None:
-    """One Beam pipeline that hands each unit of work (a language, a direction) to ``dofn``."""
-    if not units:
-        return
-    options = common.pipeline_options(beam_args, workers or common.default_workers(len(units)))
-    with beam.Pipeline(options=options) as pipeline:
-        _ = pipeline | f"{label}Units" >> beam.Create(list(units), reshuffle=len(units) > 1) | label >> beam.ParDo(dofn)
 
 
 def reports_by(stage_dir: str, key: str) -> dict[str, dict]:

@@ -12,39 +12,46 @@ Example::
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 
 import apache_beam as beam
 
-from clirmatrix.beam_jobs import common, stages
+from clirmatrix.beam_jobs import common
 from clirmatrix.pipeline import fileio, layout
 from clirmatrix.pipeline.jsonl import walk_release
-from clirmatrix.pipeline.stats import DirectionStats, direction_stats, write_stats
+from clirmatrix.pipeline.stats import DirectionStats, direction_stats, stats_files
+from clirmatrix.pipeline.units import Unit
 
 LOG = logging.getLogger("clirmatrix")
+COUNT = "count"
 
 
-class CountFile(beam.DoFn):
+def count_file(out_root: str, relative: str) -> dict:
     """One released query file -> its direction statistics, as a report."""
+    return {"path": relative, "stats": asdict(direction_stats(fileio.join(out_root, relative)))}
+
+
+class CountFiles(beam.PTransform):
+    """Released query files -> their direction statistics."""
 
     def __init__(self, out_root: str, report_dir: str) -> None:
+        super().__init__()
         self.out_root = out_root
         self.report_dir = report_dir
 
-    def process(self, relative: str) -> Iterator[str]:
-        row = direction_stats(fileio.join(self.out_root, relative))
-        name = relative.replace("/", "__")
-        common.write_report(self.report_dir, name, {"path": relative, "stats": asdict(row)})
-        yield relative
+    def expand(self, units):
+        return units | "CountFile" >> beam.ParDo(common.RunUnits(COUNT, functools.partial(count_file, self.out_root), self.report_dir))
 
 
 def count_tree(out_root: str, report_dir: str, beam_args: Sequence[str] = (), workers: int | None = None) -> list[DirectionStats]:
     """Read and count every released query file under ``out_root``, in parallel."""
     common.start_stage(report_dir)
     files = [path for path, released in walk_release(out_root) if released is not None and released.dataset in layout.QUERY_SETS]
-    stages.run_units("CountFile", files, CountFile(out_root, report_dir), beam_args, workers)
+    units = [Unit(COUNT, path.replace("/", "__"), (path,)) for path in files]
+    common.run_stage("CountFiles", units, CountFiles(out_root, report_dir), beam_args, workers)
     return [DirectionStats(**report["stats"]) for report in sorted(common.read_reports(report_dir), key=lambda r: r["path"])]
 
 
@@ -61,8 +68,12 @@ def counted_while_writing(work_root: str) -> list[DirectionStats]:
 
 def run_stats(out_root: str, rows: Sequence[DirectionStats]) -> dict:
     """Write ``stats/`` (TSV tables and PNG heat maps) from per-file counts."""
-    written = write_stats(out_root, list(rows), fileio.join(out_root, layout.STATS_DIR))
-    return {"stage": "stats", "files": len(rows), "written": sorted(fileio.basename(str(path)) for path in written)}
+    files = stats_files(list(rows))
+    stats_dir = fileio.join(out_root, layout.STATS_DIR)
+    fileio.remove_tree(stats_dir)
+    for name, data in files.items():
+        fileio.write_bytes(fileio.join(stats_dir, name), data)  # local or on an object store
+    return {"stage": "stats", "files": len(rows), "written": sorted(files)}
 
 
 def run(argv: Sequence[str] | None = None) -> dict:

@@ -20,8 +20,16 @@ LOG = logging.getLogger("clirmatrix")
 DEFAULT_SAMPLE_LANGS = ("en", "de", "es", "fr", "ru", "ar", "zh", "ja")  # the MULTI-8 languages, 5 scripts
 
 
+def _beam_is_quiet(record: logging.LogRecord) -> bool:
+    """Drop what Beam's modules log below ERROR, whatever logger they use (some log to the root logger on import)."""
+    return record.levelno >= logging.ERROR or "apache_beam" not in record.pathname
+
+
 def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[RichHandler(console=console, show_path=False)], force=True)
+    handler = RichHandler(console=console, show_path=False)
+    if not verbose:
+        handler.addFilter(_beam_is_quiet)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[handler], force=True)
     LOG.setLevel(logging.DEBUG if verbose else logging.INFO)
     # Beam's own INFO lines (worker start-up, channels) drown the progress.
     logging.getLogger("apache_beam").setLevel(logging.INFO if verbose else logging.ERROR)
@@ -116,7 +124,10 @@ def _print_extract_summary(result, out_dir: str) -> None:
     console.print(f"[green]done[/]: Parquet in {out_dir}/docs, {out_dir}/sitelinks, {out_dir}/entity_docs")
 
 
-_BUILD_FLAGS = ("dumps", "out", "work", "langs", "multi_langs", "seed", "min_docs", "train_size", "eval_size", "eval_fraction", "engine", "k1", "b", "combine", "source", "max_bad_fraction", "base_url", "es_url", "workers", "threads")
+_BUILD_FLAGS = (
+    "dumps", "out", "work", "langs", "multi_langs", "seed", "min_docs", "train_size", "eval_size", "eval_fraction", "engine", "k1", "b", "combine",
+    "source", "max_bad_fraction", "base_url", "es_url", "workers", "threads", "shard_docs", "block_size",
+)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
@@ -141,11 +152,14 @@ _BUILD_FLAGS = ("dumps", "out", "work", "langs", "multi_langs", "seed", "min_doc
 @click.option("--es-url", default=None, help="Elasticsearch for --engine elasticsearch: one URL, or en=URL,de=URL [default: $CLIRMATRIX_ES_URL].")
 @click.option("--workers", type=click.IntRange(min=0), default=None, help="Local worker processes (default: one per unit, up to the cores).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Search threads per worker [default: 1].")
+@click.option("--shard-docs", type=click.IntRange(min=1), default=None, help="Documents per retrieval shard; results do not depend on it [default: 500000].")
+@click.option("--block-size", type=click.IntRange(min=1), default=None, help="Queries per unit of labelling, propagation and writing [default: 100000].")
 @click.pass_context
 def build(ctx: click.Context, config_file: str | None, **flags) -> None:
     """Build BI-139, MULTI-8 and DOCS from dumps, resuming finished stages.
 
-    Any further --flags go to Apache Beam, e.g. --runner=FlinkRunner.
+    Any further --flags go to Apache Beam: --runner dask --dask_client_address HOST:PORT,
+    --runner flink, --runner dataflow --project P --region R --temp_location gs://...
     """
     from clirmatrix.beam_jobs.build import run_build
     from clirmatrix.pipeline.config import resolve
@@ -349,7 +363,7 @@ _add_training_commands()
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run a command, map library errors to messages and exit codes."""
-    from clirmatrix.beam_jobs.common import IncompleteStageError
+    from clirmatrix.pipeline.reports import IncompleteStageError
     from clirmatrix.beam_jobs.extract import NoDumpsError
     from clirmatrix.pipeline.badinput import TooManyBadRecords
     from clirmatrix.pipeline.config import ConfigError

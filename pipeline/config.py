@@ -25,6 +25,7 @@ from pathlib import Path
 import yaml
 
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
+from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SHARD_DOCS
 
 ENGINES = ("embedded", "elasticsearch")
 COMBINES = ("best_fields", "most_fields")
@@ -61,6 +62,8 @@ class BuildConfig:
     es_url: str = ""  # Elasticsearch: one URL, or "en=URL,de=URL"; default $CLIRMATRIX_ES_URL
     workers: int = 0  # 0: one per unit of work, up to the number of cores
     threads: int = 1  # search threads inside one worker
+    shard_docs: int = DEFAULT_SHARD_DOCS  # documents per retrieval shard (results do not depend on it)
+    block_size: int = DEFAULT_BLOCK_SIZE  # queries per unit of labelling, propagation and writing
 
     @property
     def work_dir(self) -> str:
@@ -76,6 +79,9 @@ class BuildConfig:
         for name in ("min_docs", "train_size", "eval_size", "k", "workers", "threads"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must not be negative")
+        for name in ("shard_docs", "block_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1")
         if not 0 < self.eval_fraction < 1 / 3:
             raise ConfigError(f"eval_fraction must be in (0, 1/3), got {self.eval_fraction}")
         if not 0 <= self.b <= 1 or self.k1 < 0:
@@ -110,7 +116,7 @@ def _flatten(data: dict, where: str) -> dict:
     """Accept ``[bm25]`` and ``[splits]`` tables as a grouping of top-level keys."""
     flat = {}
     for key, value in data.items():
-        if isinstance(value, dict) and key in ("bm25", "splits", "retrieval"):
+        if isinstance(value, dict) and key in ("bm25", "splits", "retrieval", "scale"):
             flat.update(_flatten(value, f"{where} [{key}]"))
         else:
             flat[key.replace("-", "_")] = value

@@ -1,9 +1,10 @@
-"""A language's documents by position, as the build stages after extraction see them.
+"""Where a build keeps its intermediate files, and a language's documents by position.
 
 A document's *position* is its row number in the language's ``docs`` Parquet
-files read in order (file name, then row): the order of the dump, and the
-order of the search index. Ids, titles and entities are Arrow arrays indexed
-by position, so propagation and writing are array lookups, not joins.
+files read in order (file name, then row): the order of the dump, of the search
+index and of the language's ``catalog`` (page id, entity and title by position).
+Every stage after linking addresses documents and queries by position, and reads
+only the range of positions its unit of work covers.
 """
 
 from __future__ import annotations
@@ -11,20 +12,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
 from clirmatrix.pipeline import fileio
-from clirmatrix.pipeline.parquet_io import read_table
-from clirmatrix.schemas import DOCS, ENTITY_DOCS
+from clirmatrix.pipeline.parquet_io import iter_row_range, read_row_range, read_table
+from clirmatrix.schemas import CATALOG, DOCS
+
+NO_ENTITY = -1  # an unlinked document's entity in numeric columns
 
 
 @dataclass(frozen=True)
 class WorkDirs:
-    """Where the stages of one build keep their intermediate Parquet."""
+    """The layout of a build's work folder: one place names every intermediate file."""
 
     root: str
 
@@ -37,41 +37,67 @@ class WorkDirs:
     def entity_docs_file(self, lang: str) -> str:
         return fileio.join(self.stage("entity_docs"), f"{lang}.parquet")
 
+    def catalog_file(self, lang: str) -> str:
+        return fileio.join(self.stage("catalog"), f"{lang}.parquet")
 
-@dataclass(frozen=True)
-class Corpus:
-    """One language: page id, title and entity (null when unlinked) of every document, by position."""
+    def shard_terms_file(self, lang: str, partition: int, shard: int) -> str:
+        return fileio.join(self.stage("retrieval"), "_terms", lang, f"{partition:05d}-{shard:05d}.parquet")
 
-    lang: str
-    doc_ids: pa.Array
-    titles: pa.Array
-    entities: pa.Array
+    def term_counts_file(self, lang: str, partition: int) -> str:
+        return fileio.join(self.stage("retrieval"), "_dfs", lang, f"{partition:05d}.parquet")
 
-    def __len__(self) -> int:
-        return len(self.doc_ids)
+    def shard_hits_file(self, lang: str, block: int, shard: int) -> str:
+        return fileio.join(self.stage("retrieval"), "_shards", lang, f"{block:05d}-{shard:05d}.parquet")
+
+    def retrieval_file(self, lang: str, block: int) -> str:
+        return fileio.join(self.stage("retrieval"), lang, f"{block:05d}.parquet")
+
+    def labels_file(self, lang: str, block: int) -> str:
+        return fileio.join(self.stage("labels"), lang, f"{block:05d}.parquet")
+
+    def doc_links_file(self, src: str, tgt: str) -> str:
+        return fileio.join(self.stage("propagated"), "_links", src, f"{tgt}.parquet")
+
+    def propagated_file(self, src: str, tgt: str, block: int) -> str:
+        return fileio.join(self.stage("propagated"), src, tgt, f"{block:05d}.parquet")
+
+    def query_splits_file(self, lang: str) -> str:
+        return fileio.join(self.stage("release"), "_splits", f"{lang}.parquet")
+
+    def multi8_queries_file(self) -> str:
+        return fileio.join(self.stage("release"), "_multi8", "queries.parquet")
+
+    def multi8_lists_file(self, tgt: str, block: int) -> str:
+        return fileio.join(self.stage("release"), "_multi8", "lists", tgt, f"{block:05d}.parquet")
 
 
 def read_docs(work: WorkDirs, lang: str, columns: Sequence[str]) -> pa.Table:
-    """A few columns of the language's documents, in position order (no entities joined)."""
+    """A few columns of all the language's documents, in position order (for tests and small tools)."""
     return read_table(work.docs_files(lang), DOCS, list(columns))
 
 
-def load_corpus(work: WorkDirs, lang: str, with_titles: bool = True) -> Corpus:
-    """Ids (and titles) from ``docs``, entities from ``entity_docs``, aligned by position."""
-    docs = read_docs(work, lang, ["doc_id", "title"] if with_titles else ["doc_id"])
-    doc_ids = docs.column("doc_id").combine_chunks()
-    titles = docs.column("title").combine_chunks() if with_titles else pa.nulls(len(doc_ids), pa.string())
-    links = read_table([work.entity_docs_file(lang)], ENTITY_DOCS, ["entity", "doc_id"])
-    positions = pc.index_in(links.column("doc_id"), value_set=doc_ids)
-    entities = [None] * len(doc_ids)
-    for position, entity in zip(positions.to_pylist(), links.column("entity").to_pylist()):
-        if position is not None:
-            entities[position] = entity
-    return Corpus(lang, doc_ids, titles, pa.array(entities, pa.string()))
+def iter_docs(work: WorkDirs, lang: str, columns: Sequence[str], start: int = 0, stop: int | None = None, batch_rows: int = 10_000) -> Iterator[pa.RecordBatch]:
+    """The documents at positions ``[start, stop)``, a few columns and ``batch_rows`` at a time."""
+    return iter_row_range(work.docs_files(lang), columns, start, stop, batch_rows)
 
 
-def iter_doc_batches(work: WorkDirs, lang: str, columns: Sequence[str], batch_rows: int = 10_000) -> Iterator[pa.RecordBatch]:
-    """The language's documents in position order, a few columns at a time, never all texts at once."""
-    for path in work.docs_files(lang):
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-            yield from pq.ParquetFile(handle).iter_batches(batch_size=batch_rows, columns=list(columns))
+def read_catalog(work: WorkDirs, lang: str, columns: Sequence[str], start: int = 0, stop: int | None = None) -> pa.Table:
+    """Catalog rows ``[start, stop)`` of a language (page id, entity, title by position)."""
+    return read_row_range([work.catalog_file(lang)], CATALOG, columns, start, stop)
+
+
+def iter_catalog(work: WorkDirs, lang: str, columns: Sequence[str], start: int = 0, stop: int | None = None, batch_rows: int = 10_000) -> Iterator[pa.RecordBatch]:
+    return iter_row_range([work.catalog_file(lang)], columns, start, stop, batch_rows)
+
+
+def catalog_numbers(work: WorkDirs, lang: str, column: str) -> np.ndarray:
+    """A numeric catalog column of the whole language as int64 (``entity``: ``NO_ENTITY`` when unlinked).
+
+    Eight bytes a document (52 MB for English): the only per-language arrays a unit
+    of work holds.
+    """
+    table = read_row_range([work.catalog_file(lang)], CATALOG, [column])
+    values = table.column(column)
+    if values.null_count:
+        values = values.fill_null(NO_ENTITY)
+    return values.to_numpy().astype(np.int64, copy=False)

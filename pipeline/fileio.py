@@ -41,8 +41,30 @@ def relative_to(root: str, path: str) -> str:
     return path[len(prefix) :] if path.startswith(prefix) else path
 
 
+def is_remote(path: str) -> bool:
+    """Whether a path is a URL (gs://, s3://, ...) rather than a local path."""
+    return "://" in path
+
+
+def absolute(path: str) -> str:
+    """A local path made absolute; URLs unchanged.
+
+    Workers open paths from their own working directory (a Dask worker's, a
+    container's), so the driver turns every relative path into an absolute one.
+    """
+    if not path or is_remote(path):
+        return path
+    return os.path.abspath(os.path.expanduser(path))
+
+
 def exists(path: str) -> bool:
+    """Whether a file exists (on object stores a prefix is not a file: see ``any_under``)."""
     return FileSystems.exists(path)
+
+
+def any_under(prefix: str) -> bool:
+    """Whether anything is stored below a folder or prefix, local or remote."""
+    return bool(list_files(join(prefix, "**")))
 
 
 def size_of(path: str) -> int:
@@ -106,7 +128,7 @@ def _temporary_name(path: str) -> str:
 
 def make_dirs(path: str) -> None:
     """Create a directory and its parents (a no-op on object stores)."""
-    if "://" not in path:
+    if not is_remote(path):
         os.makedirs(path, exist_ok=True)
 
 
@@ -139,7 +161,28 @@ def read_json(path: str) -> object:
         return orjson.loads(handle.read())
 
 
+def write_bytes(path: str, data: bytes) -> None:
+    """Write a whole file atomically, local or remote."""
+    with atomic_create(path) as handle:
+        handle.write(data)
+
+
+_DELETE_BATCH = 1_000  # S3 deletes at most 1,000 keys per request
+
+
 def remove_tree(path: str) -> None:
-    """Delete a directory (or prefix) and everything under it, if it exists."""
+    """Delete a file, or a folder or prefix and everything under it; nothing when absent.
+
+    An object store has no folders: asking whether ``s3://b/work/docs`` exists asks
+    for an object of that exact name, which there is none of. So below a URL every
+    object that ``path/**`` matches is deleted, plus ``path`` itself when it is one.
+    """
+    if not is_remote(path):
+        if FileSystems.exists(path):
+            FileSystems.delete([path])
+        return
+    found = list_files(join(path, "**"))
     if FileSystems.exists(path):
-        FileSystems.delete([path])
+        found.append(path)
+    for start in range(0, len(found), _DELETE_BATCH):
+        FileSystems.delete(found[start : start + _DELETE_BATCH])

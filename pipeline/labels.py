@@ -15,6 +15,13 @@ from __future__ import annotations
 
 import jenkspy
 import numpy as np
+import pyarrow as pa
+
+from clirmatrix.pipeline.corpus import WorkDirs
+from clirmatrix.pipeline.parquet_io import read_table, write_table
+from clirmatrix.pipeline.propagation import group_bounds
+from clirmatrix.pipeline.units import LanguagePlan
+from clirmatrix.schemas import LABELS, RETRIEVAL
 
 N_CLASSES = 5
 OWN_ARTICLE = 6
@@ -56,3 +63,33 @@ def query_labels(positions: np.ndarray, scores: np.ndarray, own_position: int) -
         labels[own] = OWN_ARTICLE
         return positions, labels
     return np.append(positions, np.int32(own_position)), np.append(labels, np.int8(OWN_ARTICLE))
+
+
+def label_queries(query: np.ndarray, doc: np.ndarray, score: np.ndarray, first_query: int, end_query: int) -> pa.Table:
+    """Labels of queries ``first_query`` .. ``end_query - 1`` from their hits (rows grouped by query, in rank order).
+
+    A query without hits (a title that analyses to no tokens) gets its own article only.
+    """
+    queries, starts, ends = group_bounds(query)
+    found = dict(zip(queries.tolist(), zip(starts.tolist(), ends.tolist())))
+    out_query, out_doc, out_label = [], [], []
+    for q in range(first_query, end_query):
+        start, end = found.get(q, (0, 0))
+        positions, labels = query_labels(doc[start:end], score[start:end], q)
+        out_query.append(np.full(len(positions), q, dtype=np.int32))
+        out_doc.append(positions)
+        out_label.append(labels)
+    if not out_query:
+        return LABELS.empty_table()
+    return pa.table([pa.array(np.concatenate(out_query)), pa.array(np.concatenate(out_doc)), pa.array(np.concatenate(out_label))], schema=LABELS)
+
+
+def label_block(work_root: str, plan: LanguagePlan, block: int) -> dict:
+    """One unit: the labels of one block of a language's queries, from that block's hits."""
+    work = WorkDirs(work_root)
+    hits = read_table([work.retrieval_file(plan.lang, block)], RETRIEVAL)
+    start, end = plan.block(block)
+    table = label_queries(*(hits.column(name).to_numpy() for name in ("query", "doc", "score")), start, end)
+    write_table(work.labels_file(plan.lang, block), table, LABELS)
+    counts = np.bincount(table.column("label").to_numpy(), minlength=OWN_ARTICLE + 1)
+    return {"lang": plan.lang, "block": block, "queries": end - start, "labels": {str(label): int(counts[label]) for label in range(1, OWN_ARTICLE + 1)}}

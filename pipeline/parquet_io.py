@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -64,6 +64,8 @@ class ParquetSink:
         self._row_fields = [field for field in schema if field.name not in self.derived]
         self._columns: list[list] = [[] for _ in self._row_fields]
         self._buffered = 0
+        self._tables: list[pa.Table] = []  # whole tables given to add_rows, not yet written
+        self._table_rows = 0
         self._stack = contextlib.ExitStack()
         self._writer: pq.ParquetWriter | None = None
 
@@ -83,6 +85,7 @@ class ParquetSink:
             self._flush()
 
     def _flush(self) -> None:
+        self._write_tables(final=True)
         if not self._buffered:
             return
         given = {field.name: pa.array(values, type=field.type) for values, field in zip(self._columns, self._row_fields)}
@@ -92,6 +95,27 @@ class ParquetSink:
         table = pa.Table.from_arrays(arrays, schema=self.schema)
         self._writer.write_table(check(table, self.schema, self.path))
         self.rows += table.num_rows
+
+    def add_rows(self, table: pa.Table) -> None:
+        """Append a table's rows; they are written in row groups of ``rows_per_group`` as they fill."""
+        if self._buffered:
+            self._flush()
+        if table.num_rows:
+            self._tables.append(check(table, self.schema, self.path))
+            self._table_rows += table.num_rows
+        if self._table_rows >= self.rows_per_group:
+            self._write_tables(final=False)
+
+    def _write_tables(self, final: bool) -> None:
+        if not self._tables:
+            return
+        table = pa.concat_tables(self._tables)
+        whole = table.num_rows if final else table.num_rows - table.num_rows % self.rows_per_group
+        if whole:
+            self._writer.write_table(table.slice(0, whole), row_group_size=self.rows_per_group)
+            self.rows += whole
+        rest = table.slice(whole)
+        self._tables, self._table_rows = ([rest] if rest.num_rows else []), rest.num_rows
 
     def add_table(self, table: pa.Table) -> None:
         """Append a whole table as its own row group(s), after any rows added one by one."""
@@ -126,6 +150,51 @@ def read_table(paths: Iterable[str], schema: pa.Schema, columns: Sequence[str] |
     if not tables:
         return pa.schema([schema.field(n) for n in names]).empty_table()
     return pa.concat_tables(tables)
+
+
+def row_counts(paths: Sequence[str]) -> list[int]:
+    """Rows in each Parquet file, from its footer."""
+    counts = []
+    for path in paths:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            counts.append(pq.ParquetFile(handle).metadata.num_rows)
+    return counts
+
+
+def iter_row_range(
+    paths: Sequence[str], columns: Sequence[str], start: int = 0, stop: int | None = None, batch_rows: int = ROWS_PER_GROUP
+) -> Iterator[pa.RecordBatch]:
+    """Rows ``[start, stop)`` of files read as one table in order, a few columns, batch by batch.
+
+    Only the row groups that overlap the range are read, so a unit of work that
+    needs one block of a language's rows never reads the rest.
+    """
+    offset = 0
+    for path in paths:
+        if stop is not None and offset >= stop:
+            return
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            parquet = pq.ParquetFile(handle)
+            meta = parquet.metadata
+            for group in range(meta.num_row_groups):
+                rows = meta.row_group(group).num_rows
+                low, high = max(start - offset, 0), rows if stop is None else min(stop - offset, rows)
+                offset += rows
+                if low >= high:
+                    if stop is not None and offset >= stop:
+                        return
+                    continue
+                table = parquet.read_row_group(group, columns=list(columns)).slice(low, high - low)
+                for batch in table.to_batches(max_chunksize=batch_rows):
+                    yield batch
+
+
+def read_row_range(paths: Sequence[str], schema: pa.Schema, columns: Sequence[str], start: int = 0, stop: int | None = None) -> pa.Table:
+    """Rows ``[start, stop)`` of files read as one table in order (see ``iter_row_range``)."""
+    batches = list(iter_row_range(paths, columns, start, stop))
+    if not batches:
+        return pa.schema([schema.field(name) for name in columns]).empty_table()
+    return pa.Table.from_batches(batches)
 
 
 def filter_rows(path: str, schema: pa.Schema, keep: np.ndarray) -> None:

@@ -16,8 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
+from clirmatrix.pipeline.corpus import WorkDirs, iter_catalog
 from clirmatrix.pipeline.layout import SPLITS
+from clirmatrix.pipeline.parquet_io import ParquetSink
+from clirmatrix.schemas import QUERY_SPLITS
 
 _SCALE = float(1 << 64)
 
@@ -73,3 +77,19 @@ def choose(split_of: np.ndarray, order: np.ndarray, candidates: np.ndarray, spli
     pool = candidates[mask]
     chosen = pool[np.argsort(order[pool], kind="stable")[:size]]
     return np.sort(chosen)
+
+
+def write_query_splits(work_root: str, lang: str, settings: SplitSettings) -> dict:
+    """One unit per language: the split and seeded order of each of its queries (``release/_splits/{lang}.parquet``)."""
+    work = WorkDirs(work_root)
+    counts = np.zeros(len(SPLITS), dtype=np.int64)
+    with ParquetSink(work.query_splits_file(lang), QUERY_SPLITS) as sink:
+        for batch in iter_catalog(work, lang, ["page_id", "entity"]):
+            keys = [
+                query_key(lang, str(page_id), f"Q{entity}" if entity is not None else None)
+                for page_id, entity in zip(batch.column("page_id").to_pylist(), batch.column("entity").to_pylist())
+            ]
+            split, order = assign(keys, settings)
+            counts += np.bincount(split, minlength=len(SPLITS))
+            sink.add_rows(pa.table([pa.array(split), pa.array(order)], schema=QUERY_SPLITS))
+    return {"lang": lang, "queries": {name: int(counts[i]) for i, name in enumerate(SPLITS)}}

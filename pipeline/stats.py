@@ -174,31 +174,32 @@ _TITLES = {
 }
 
 
-def _write(path: str, data: bytes) -> None:
-    with atomic_write(path) as handle:
-        handle.write(data)
+def stats_files(rows: Iterable[DirectionStats]) -> dict[str, bytes]:
+    """``{collection}.tsv`` and ``{collection}_{measure}.png`` per collection with rows: file name -> bytes.
 
-
-def write_stats(root: str, rows: Iterable[DirectionStats], out_dir: str | None = None) -> list[str]:
-    """Write ``{collection}.tsv`` and ``{collection}_{measure}.png`` per collection; return the paths.
-
-    ``out_dir`` defaults to ``{root}/stats`` (``validate`` ignores that folder). The
-    collections are ``bi139_base``, ``bi139_full`` and ``multi8``, those with rows only.
-    Heat maps draw the pooled (``split == "all"``) rows.
+    The collections are ``bi139_base``, ``bi139_full`` and ``multi8``. Heat maps draw
+    the pooled (``split == "all"``) rows.
     """
-    out_dir = out_dir or os.path.join(root, STATS_DIR)
-    os.makedirs(out_dir, exist_ok=True)
     rows = [row for row in rows if row.split != ALL_SPLITS]
-    written = []
+    files: dict[str, bytes] = {}
     for dataset in QUERY_SETS:
         mine = [row for row in rows if row.dataset == dataset]
         if not mine:
             continue
         name = dataset.replace("-", "_")
         whole = pooled(mine)
-        written.append(os.path.join(out_dir, f"{name}.tsv"))
-        _write(written[-1], stats_tsv(mine + whole))
+        files[f"{name}.tsv"] = stats_tsv(mine + whole)
         for measure in MEASURES:
-            written.append(os.path.join(out_dir, f"{name}_{measure}.png"))
-            _write(written[-1], heatmap_png(whole, measure, f"{dataset}: {_TITLES[measure]} (all splits)"))
+            files[f"{name}_{measure}.png"] = heatmap_png(whole, measure, f"{dataset}: {_TITLES[measure]} (all splits)")
+    return files
+
+
+def write_stats(root: str, rows: Iterable[DirectionStats], out_dir: str | None = None) -> list[str]:
+    """Write ``stats_files`` into ``out_dir`` (default ``{root}/stats``, which ``validate`` ignores); return the paths."""
+    out_dir = out_dir or os.path.join(root, STATS_DIR)
+    written = []
+    for name, data in stats_files(rows).items():
+        written.append(os.path.join(out_dir, name))
+        with atomic_write(written[-1]) as handle:
+            handle.write(data)
     return written

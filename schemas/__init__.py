@@ -1,5 +1,23 @@
 """Schemas of every clirmatrix artefact, as code."""
 
-from clirmatrix.schemas.parquet import DOCS, ENTITY_DOCS, LABELS, LINK_SOURCES, PROPAGATED, RETRIEVAL, SITELINKS, SchemaMismatchError, check
+from clirmatrix.schemas.parquet import (
+    CATALOG,
+    DOC_LINKS,
+    DOCS,
+    ENTITY_DOCS,
+    LABELS,
+    LINK_SOURCES,
+    MULTI8_QUERIES,
+    PROPAGATED,
+    QUERY_SPLITS,
+    RETRIEVAL,
+    SITELINKS,
+    TERM_COUNTS,
+    SchemaMismatchError,
+    check,
+)
 
-__all__ = ["DOCS", "ENTITY_DOCS", "LABELS", "LINK_SOURCES", "PROPAGATED", "RETRIEVAL", "SITELINKS", "SchemaMismatchError", "check"]
+__all__ = [
+    "CATALOG", "DOC_LINKS", "DOCS", "ENTITY_DOCS", "LABELS", "LINK_SOURCES", "MULTI8_QUERIES", "PROPAGATED", "QUERY_SPLITS",
+    "RETRIEVAL", "SITELINKS", "TERM_COUNTS", "SchemaMismatchError", "check",
+]

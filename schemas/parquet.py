@@ -3,14 +3,20 @@
 ``docs``         one row per kept article of a language (PIPELINE.md sections 1-2)
 ``sitelinks``    Wikidata item -> title on a selected Wikipedia (section 3)
 ``entity_docs``  Wikidata item -> document of a language, after title matching (section 3)
+``catalog``      page id, entity and title of every document of a language, by position
+``term_counts``  documents per term and field, of a shard or of a whole language (section 4)
 ``retrieval``    a language's top-k BM25 hits for every title query (section 4)
 ``labels``       the labelled documents of every query (section 5)
+``doc_links``    position in X -> position in Y of the same entity (section 6)
 ``propagated``   the labels of one direction X -> Y, on Y's documents (section 6)
+``query_splits`` the split and seeded order of every query of a language (section 7)
+``multi8_queries`` the MULTI-8 queries: entity, split, order, and each language's article
 
-The last three address documents by *position*: the row number of a document in
-its language's ``docs`` files read in order (file name, then row), which is also
-the document order of the search index. Positions keep these tables small and
-joins numeric; writers turn them back into page ids.
+Everything after ``docs`` addresses documents by *position*: the row number of a
+document in its language's ``docs`` files read in order (file name, then row),
+which is also the document order of the search index and of ``catalog``.
+Positions keep these tables small and joins numeric; writers turn them back into
+page ids.
 """
 
 from __future__ import annotations
@@ -56,6 +62,24 @@ ENTITY_DOCS = pa.schema(
 )
 
 
+CATALOG = pa.schema(
+    [
+        pa.field("page_id", pa.int64(), nullable=False),  # the document's id (``docs.doc_id``) as a number
+        pa.field("entity", pa.int64(), nullable=True),  # the linked Wikidata item's number (Q42 -> 42); null when unlinked
+        pa.field("title", pa.string(), nullable=False),  # the article's title: its query (section 4)
+    ],
+    metadata={"clirmatrix.artefact": "catalog", "clirmatrix.schema_version": "1"},
+)
+
+TERM_COUNTS = pa.schema(
+    [
+        pa.field("term", pa.string(), nullable=False),  # an analysed token
+        pa.field("df_title", pa.int64(), nullable=False),  # documents with the term in their title
+        pa.field("df_text", pa.int64(), nullable=False),  # ... in their text
+    ],
+    metadata={"clirmatrix.artefact": "term_counts", "clirmatrix.schema_version": "1"},
+)
+
 RETRIEVAL = pa.schema(
     [
         pa.field("query", pa.int32(), nullable=False),  # position of the query's own article
@@ -74,6 +98,14 @@ LABELS = pa.schema(
     metadata={"clirmatrix.artefact": "labels", "clirmatrix.schema_version": "1"},
 )
 
+DOC_LINKS = pa.schema(
+    [
+        pa.field("x", pa.int32(), nullable=False),  # position in the query language X (ascending)
+        pa.field("y", pa.int32(), nullable=False),  # position of the same entity's article in Y
+    ],
+    metadata={"clirmatrix.artefact": "doc_links", "clirmatrix.schema_version": "1"},
+)
+
 PROPAGATED = pa.schema(
     [
         pa.field("query", pa.int32(), nullable=False),  # position in the query language X
@@ -81,6 +113,28 @@ PROPAGATED = pa.schema(
         pa.field("label", pa.int8(), nullable=False),
     ],
     metadata={"clirmatrix.artefact": "propagated", "clirmatrix.schema_version": "1"},
+)
+
+
+QUERY_SPLITS = pa.schema(
+    [
+        pa.field("split", pa.int8(), nullable=False),  # index into layout.SPLITS
+        pa.field("order", pa.uint64(), nullable=False),  # seeded order: base takes the smallest of each split
+    ],
+    metadata={"clirmatrix.artefact": "query_splits", "clirmatrix.schema_version": "1"},
+)
+
+MULTI8_QUERIES = pa.schema(
+    [
+        pa.field("split", pa.int8(), nullable=False),
+        pa.field("rank", pa.int32(), nullable=False),  # line number in the split's files
+        pa.field("entity", pa.int64(), nullable=False),
+        pa.field("lang", pa.string(), nullable=False),
+        pa.field("position", pa.int32(), nullable=False),  # the entity's article in ``lang``
+        pa.field("page_id", pa.int64(), nullable=False),
+        pa.field("title", pa.string(), nullable=False),
+    ],
+    metadata={"clirmatrix.artefact": "multi8_queries", "clirmatrix.schema_version": "1"},
 )
 
 

@@ -211,9 +211,9 @@ def test_elasticsearch_without_a_cluster_is_a_clear_error_before_any_work(world8
 def test_label_stage_gives_a_query_without_hits_its_own_article():
     import numpy as np
 
-    from clirmatrix.beam_jobs.label import label_block
+    from clirmatrix.pipeline.labels import label_queries
 
-    table = label_block(np.array([1, 1], np.int32), np.array([4, 1], np.int32), np.array([3.0, 2.0], np.float32), 0, 3)
+    table = label_queries(np.array([1, 1], np.int32), np.array([4, 1], np.int32), np.array([3.0, 2.0], np.float32), 0, 3)
     rows = list(zip(*(table.column(name).to_pylist() for name in ("query", "doc", "label"))))
     assert rows == [(0, 0, 6), (1, 4, 5), (1, 1, 6), (2, 2, 6)]
 
@@ -232,25 +232,25 @@ def test_validate_command_exit_codes(built, tmp_path, capsys):
 
 
 def test_a_killed_build_resumes_and_two_workers_write_the_same_bytes(built, world8, tmp_path, monkeypatch):
-    from clirmatrix.beam_jobs import write_release
     from clirmatrix.beam_jobs.build import run_build
+    from clirmatrix.pipeline import release
 
     out, _, _ = built
     dumps, _ = world8
     again = tmp_path / "killed"
-    real_write_docs = write_release.write_docs
+    real_write_docs = release.write_docs
 
-    def dies_on_zh(out_root, work_root, lang):
+    def dies_on_zh(work_root, out_root, lang):
         if lang == "zh":
             raise KeyboardInterrupt("killed while writing DOCS/zh")
-        return real_write_docs(out_root, work_root, lang)
+        return real_write_docs(work_root, out_root, lang)
 
-    monkeypatch.setattr(write_release, "write_docs", dies_on_zh)
+    monkeypatch.setattr(release, "write_docs", dies_on_zh)
     with pytest.raises(BaseException, match="killed"):
         run_build(build_config(dumps, again))
     assert not any(p.name.startswith(".") and ".tmp-" in p.name for p in again.rglob("*"))  # no half-written file left
     assert not (again / layout.INDEX).exists()
-    monkeypatch.setattr(write_release, "write_docs", real_write_docs)
+    monkeypatch.setattr(release, "write_docs", real_write_docs)
 
     resumed = run_build(build_config(dumps, again, workers=2))
     assert resumed.skipped == ["extract_docs", "extract_sitelinks", "link", "retrieve", "label", "propagate"]

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from clirmatrix.beam_jobs.common import SUCCESS, IncompleteStageError
+from clirmatrix.pipeline.reports import SUCCESS, IncompleteStageError
 from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
 from clirmatrix.beam_jobs.link_entities import run_link_entities
 from clirmatrix.pipeline.badinput import TooManyBadRecords
@@ -189,7 +189,7 @@ def test_too_much_bad_input_fails_without_marking_the_stage_done(sample, tmp_pat
 def test_linking_refuses_an_unfinished_stage(tmp_path):
     (tmp_path / "docs").mkdir()
     with pytest.raises(IncompleteStageError, match="no finished docs"):
-        run_link_entities(str(tmp_path / "docs"), str(tmp_path / "sitelinks"), str(tmp_path / "entity_docs"))
+        run_link_entities(str(tmp_path))
 
 
 def test_cli_reports_bad_input_as_a_message_and_exit_code(sample, tmp_path, capsys):

@@ -15,7 +15,8 @@ from clirmatrix.pipeline.labels import class_labels, query_labels
 from clirmatrix.pipeline.layout import SPLITS, parse_path, query_file
 from clirmatrix.pipeline.propagation import Labelled, propagate
 from clirmatrix.pipeline.splits import SplitSettings, assign, choose, query_key, seeded_rng
-from clirmatrix.pipeline.writers import TargetDocs, docs_line, gzip_lines, query_line, query_line_json
+from clirmatrix.pipeline.release import RenderedResults, candidates, query_prefix, release_order
+from clirmatrix.pipeline.writers import docs_line, gzip_lines, query_line
 
 # --- labels -----------------------------------------------------------------------------------
 
@@ -129,12 +130,11 @@ def test_results_sorted_by_label_then_numeric_page_id():
 
 
 def _candidates(labelled: dict[int, int], n_docs: int, seed: int) -> list[list]:
-    from clirmatrix.beam_jobs.write_release import candidates_json
-
-    target = TargetDocs([str(1000 - p) for p in range(n_docs)])
-    rows = sorted(labelled.items(), key=lambda item: (-item[1], target.rank[item[0]]))
+    page_ids = np.array([1000 - p for p in range(n_docs)], dtype=np.int64)
+    rows = sorted(labelled.items(), key=lambda item: (-item[1], page_ids[item[0]]))
     docs, labels = np.array([p for p, _ in rows], dtype=np.int64), np.array([label for _, label in rows], dtype=np.int8)
-    return orjson.loads(candidates_json(target, docs, labels, 100, seeded_rng(seed, "fill", "en.de.dev")))
+    rendered = RenderedResults(page_ids[docs], labels, np.array([0, len(docs)]))
+    return orjson.loads(candidates(rendered, 0, docs, page_ids, 100, seeded_rng(seed, "fill", "en.de.dev")))
 
 
 def test_base_candidates_are_exactly_k_with_seeded_label_zero_filler():
@@ -154,13 +154,24 @@ def test_base_candidates_keep_the_best_labelled_or_all_documents_of_a_tiny_langu
     assert sorted(int(d) for d, _ in tiny) == list(range(961, 1001))
 
 
-def test_fast_result_rendering_equals_the_reference_line():
-    target = TargetDocs(["19028", "100", "3383724", "99", "20", 'q"x'])
-    query = np.zeros(6, dtype=np.int32)
-    doc, label = np.arange(6), np.array([5, 0, 6, 0, 5, 1], dtype=np.int8)
-    order = target.release_order(query, doc, label)
-    fast = query_line_json("6267", "Cultural \"imperialism\"", target.results_json(doc[order].tolist(), label[order].tolist()))
-    assert fast == query_line("6267", "Cultural \"imperialism\"", [(target.doc_ids[p], int(l)) for p, l in zip(doc, label)])
+def test_compiled_rendering_equals_the_reference_line():
+    """Many queries rendered at once: the same bytes as ``query_line`` for each, ids from 0 to 18 digits."""
+    rng = np.random.default_rng(4)
+    n_rows = 3_000
+    query = np.sort(rng.integers(0, 200, n_rows)).astype(np.int32)
+    page_ids = np.concatenate([[0, 9, 10, 999_999_999_999_999_999], rng.integers(1, 10**12, n_rows - 4)])
+    label = rng.integers(0, 7, n_rows).astype(np.int8)
+    order = release_order(query, page_ids, label)
+    query, page_ids, label = query[order], page_ids[order], label[order]
+    firsts = np.unique(query)
+    starts = np.searchsorted(query, firsts)
+    rendered = RenderedResults(page_ids, label, np.r_[starts, n_rows])
+    for j, q in enumerate(firsts.tolist()):
+        rows = slice(starts[j], starts[j + 1] if j + 1 < len(starts) else n_rows)
+        expected = query_line(str(q), 'Cultural "imperialism" é', [(str(p), int(l)) for p, l in zip(page_ids[rows], label[rows])])
+        assert query_prefix(q, 'Cultural "imperialism" é') + rendered.full(j) + b"}" == expected
+    with pytest.raises(ValueError):
+        RenderedResults(np.array([-1]), np.array([1], np.int8), np.array([0, 1]))
 
 
 def test_gzip_files_are_byte_identical_and_their_md5_is_reported(tmp_path):

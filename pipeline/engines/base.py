@@ -40,6 +40,34 @@ class Bm25Settings:
             raise ValueError(f"title_boost must be positive, not {self.title_boost!r}")
 
 
+@dataclass(frozen=True)
+class FieldStatistics:
+    """What BM25 needs of a field over the whole collection: documents with the field, and its tokens."""
+
+    doc_count: int  # documents with at least one token in the field (Lucene's docCount)
+    sum_total_term_freq: int  # tokens in the field over all documents
+
+    def __add__(self, other: "FieldStatistics") -> "FieldStatistics":
+        return FieldStatistics(self.doc_count + other.doc_count, self.sum_total_term_freq + other.sum_total_term_freq)
+
+
+@dataclass(frozen=True)
+class CollectionStatistics:
+    """Per-field statistics of a collection; an engine over one shard scores with those of the whole language.
+
+    Together with each term's document frequency per field, this is all a BM25
+    score depends on besides the document itself, so a shard scored with the
+    language's statistics gives every document exactly its unsharded score (as
+    Elasticsearch's ``dfs_query_then_fetch`` does).
+    """
+
+    title: FieldStatistics
+    text: FieldStatistics
+
+    def __add__(self, other: "CollectionStatistics") -> "CollectionStatistics":
+        return CollectionStatistics(self.title + other.title, self.text + other.text)
+
+
 class Hits(NamedTuple):
     """One query's results, best first; equal scores in ascending document position."""
 

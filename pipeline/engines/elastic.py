@@ -99,7 +99,7 @@ class ElasticsearchEngine:
         self.fingerprint = fingerprint
         self.index_name = index_name(lang, prefix)
         self.batch_size = batch_size
-        self.doc_ids: list[str] = []
+        self.docs = 0  # documents given to ``index`` (a count: the ids may be millions)
         self.reused = False
         self._retry = lambda call, what: with_retries(call, url, what, retries, sleep=sleep)
 
@@ -118,8 +118,8 @@ class ElasticsearchEngine:
             body = index_body(self.lang, self.settings, self.fingerprint)
             self._retry(lambda: self.client.indices.create(index=self.index_name, **body), "index create")
         for doc_ids, titles, texts in batches:
-            start = len(self.doc_ids)
-            self.doc_ids.extend(doc_ids)
+            start = self.docs
+            self.docs += len(doc_ids)
             if not self.reused:
                 for offset in range(0, len(doc_ids), BULK_DOCS):
                     self._bulk(start + offset, doc_ids[offset : offset + BULK_DOCS], titles[offset : offset + BULK_DOCS], texts[offset : offset + BULK_DOCS])

@@ -31,6 +31,14 @@ REDIRECT = "redirect"
 EMPTY_TEXT = "empty_text"
 
 _ENTITY = re.compile(r"^Q[1-9][0-9]*$")
+# A page id as MediaWiki writes it: a decimal integer without leading zeros, below 2**63.
+# Later stages keep ids as 64-bit integers (PIPELINE.md section 0: the id is the page id).
+_PAGE_ID = re.compile(r"^(?:0|[1-9][0-9]{0,17})$")
+
+
+def is_page_id(value: str) -> bool:
+    """Whether ``value`` is a page id written the one way MediaWiki writes it."""
+    return bool(_PAGE_ID.match(value))
 
 
 class Article(NamedTuple):
@@ -89,6 +97,9 @@ def read_articles(lines: Iterable[tuple[int, bytes]], report: FileReport) -> Ite
                 doc_id = str(doc_id)
             if not isinstance(doc_id, str) or not doc_id:
                 report.reject(number, MISSING_FIELD, "action line has no _id")
+                pending = _Pending(number, None)
+            elif not is_page_id(doc_id):
+                report.reject(number, BAD_FIELD, f"action _id {doc_id[:40]!r} is not a page id")
                 pending = _Pending(number, None)
             else:
                 pending = _Pending(number, doc_id)

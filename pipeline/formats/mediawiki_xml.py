@@ -14,9 +14,9 @@ from xml.parsers import expat
 
 from mwparserfromhell.parser import ParserError
 
-from clirmatrix.pipeline.badinput import MALFORMED_XML, MISSING_FIELD, UNPARSEABLE_WIKITEXT, FileReport
+from clirmatrix.pipeline.badinput import BAD_FIELD, MALFORMED_XML, MISSING_FIELD, UNPARSEABLE_WIKITEXT, FileReport
 from clirmatrix.pipeline.fileio import STREAM_ERRORS, stream_error_kind
-from clirmatrix.pipeline.formats.cirrus import EMPTY_TEXT, OTHER_NAMESPACE, REDIRECT, Article
+from clirmatrix.pipeline.formats.cirrus import EMPTY_TEXT, OTHER_NAMESPACE, REDIRECT, Article, is_page_id
 from clirmatrix.pipeline.wikitext import WikitextConverter
 
 NOT_WIKITEXT = "not_wikitext"
@@ -105,6 +105,9 @@ def _article(page: dict, converter: WikitextConverter, report: FileReport) -> Ar
     missing = [name for name in ("title", "ns", "id") if not page.get(name, "").strip()]
     if missing:
         report.reject(line, MISSING_FIELD, f"page missing {', '.join(missing)}")
+        return None
+    if not is_page_id(page["id"].strip()):
+        report.reject(line, BAD_FIELD, f"page id {page['id'].strip()[:40]!r} is not a page id")
         return None
     if page["ns"].strip() != "0":
         report.skip(OTHER_NAMESPACE)

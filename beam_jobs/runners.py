@@ -1,0 +1,160 @@
+"""Which Beam runner runs the stages, named shortly, and what it needs to run our code.
+
+``--runner dask`` (or ``flink``, ``dataflow``, ``spark``, ``portable``, ``direct``)
+is expanded to the class Beam knows; without ``--runner`` every stage runs on the
+in-process ``FnApiRunner`` (``common.pipeline_options``). What each runner gets on
+top of the user's flags:
+
+- ``dask``: ``--dask_partition_size=1`` unless a partition size or count is given.
+  Beam's Dask runner otherwise puts up to 128 units of work in one partition, and a
+  partition runs on one worker: every unit of a stage would run on one machine.
+- a runner whose workers run in containers (Dataflow, and Flink, Spark or a portable
+  job server with the default Docker environment): the project itself, as a wheel
+  built from this source tree and staged with ``--extra_package``, so the workers
+  install it (with numba, PyStemmer, isal and the rest from PyPI) before running a
+  unit. Nothing is added when the user already says how to get the code there
+  (``--setup_file``, ``--extra_package(s)``, ``--sdk_container_image``), nor for
+  environments that run in the driver's or the worker machine's own Python
+  (``--environment_type=LOOPBACK``, ``PROCESS``, ``EXTERNAL``), nor for Dask, whose
+  workers are started by the user from an environment with clirmatrix installed.
+
+The flags are resolved once per command, on the driver (``resolve``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from clirmatrix.pipeline.config import ConfigError
+
+LOG = logging.getLogger("clirmatrix")
+
+DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
+RUNNERS = {
+    "direct": "DirectRunner",
+    "local": "FnApiRunner",
+    "fnapi": "FnApiRunner",
+    "dask": DASK_RUNNER,
+    "flink": "FlinkRunner",
+    "spark": "SparkRunner",
+    "dataflow": "DataflowRunner",
+    "portable": "PortableRunner",
+}
+# Runners whose SDK workers run in containers that know nothing of this project.
+_CONTAINER_RUNNERS = {"DataflowRunner", "FlinkRunner", "SparkRunner", "PortableRunner"}
+# Environments that run our code in a Python the user set up (no container to ship to).
+_OWN_PYTHON_ENVIRONMENTS = {"LOOPBACK", "PROCESS", "EXTERNAL", "BEAM_PYTHON"}
+_SHIPPING_FLAGS = ("--setup_file", "--extra_package", "--extra_packages", "--sdk_container_image", "--worker_harness_container_image")
+
+
+def flag_value(beam_args: Sequence[str], name: str) -> str | None:
+    """The value of ``--name=value`` or ``--name value`` in Beam flags (the last one given)."""
+    value = None
+    args = list(beam_args)
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def _without(beam_args: Sequence[str], name: str) -> list[str]:
+    """The flags without any ``--name`` (in either form)."""
+    kept: list[str] = []
+    skip = False
+    for arg in beam_args:
+        if skip:
+            skip = False
+        elif arg == name:
+            skip = True
+        elif not arg.startswith(name + "="):
+            kept.append(arg)
+    return kept
+
+
+def runner_class(beam_args: Sequence[str]) -> str | None:
+    """The runner the flags choose, its short name expanded; None when they choose none."""
+    named = flag_value(beam_args, "--runner")
+    if named is None:
+        return None
+    return RUNNERS.get(named.lower(), named)
+
+
+def is_dask(beam_args: Sequence[str]) -> bool:
+    return runner_class(beam_args) in (DASK_RUNNER, "DaskRunner")
+
+
+def needs_shipping(beam_args: Sequence[str]) -> bool:
+    """Whether the runner's workers are containers that must be given the project."""
+    runner = runner_class(beam_args)
+    if runner is None or runner.rsplit(".", 1)[-1] not in _CONTAINER_RUNNERS:
+        return False
+    if any(flag_value(beam_args, flag) is not None for flag in _SHIPPING_FLAGS):
+        return False
+    environment = (flag_value(beam_args, "--environment_type") or "DOCKER").upper()
+    return runner.endswith("DataflowRunner") or environment not in _OWN_PYTHON_ENVIRONMENTS
+
+
+def resolve(beam_args: Sequence[str]) -> list[str]:
+    """The user's Beam flags with the runner's short name expanded and what it needs added."""
+    args = list(beam_args)
+    runner = runner_class(args)
+    if runner is None:
+        return args
+    args = _without(args, "--runner") + [f"--runner={runner}"]
+    if is_dask(args) and flag_value(args, "--dask_partition_size") is None and flag_value(args, "--dask_npartitions") is None:
+        args.append("--dask_partition_size=1")
+    if needs_shipping(args):
+        package = build_wheel()
+        LOG.info("staging %s for the %s workers", package, runner)
+        args.append(f"--extra_package={package}")
+    return args
+
+
+def source_tree() -> Path | None:
+    """The folder holding this project's ``pyproject.toml``, when clirmatrix runs from its source."""
+    from clirmatrix import pipeline
+
+    root = Path(pipeline.__path__[0]).resolve().parent
+    return root if (root / "pyproject.toml").is_file() and (root / "beam_jobs").is_dir() else None
+
+
+def _tree_fingerprint(root: Path) -> str:
+    """A hash of the project's files (names, sizes, modification times): the wheel's cache key."""
+    digest = hashlib.sha256()
+    for folder in ("pipeline", "beam_jobs", "schemas", "models"):
+        for path in sorted((root / folder).rglob("*.py")):
+            stat = path.stat()
+            digest.update(f"{path.relative_to(root)}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
+    stat = (root / "pyproject.toml").stat()
+    digest.update(f"pyproject.toml|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
+
+
+def build_wheel(cache_dir: str | None = None) -> str:
+    """A wheel of this project (pure Python), built with pip once per source state and cached."""
+    root = source_tree()
+    if root is None:
+        raise ConfigError(
+            "this runner's workers need the clirmatrix package, and no source tree was found to build it from; "
+            "pass --extra_package=clirmatrix-X.whl, --setup_file=PATH/pyproject.toml or --sdk_container_image=IMAGE"
+        )
+    folder = Path(cache_dir or tempfile.gettempdir()) / f"clirmatrix-wheel-{_tree_fingerprint(root)}"
+    wheels = sorted(folder.glob("clirmatrix-*.whl"))
+    if wheels:
+        return str(wheels[-1])
+    folder.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(folder), str(root)]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    wheels = sorted(folder.glob("clirmatrix-*.whl"))
+    if done.returncode or not wheels:
+        raise ConfigError(f"building the clirmatrix wheel for the workers failed ({' '.join(command)}):\n{done.stderr.strip()[-2000:]}")
+    return str(wheels[-1])

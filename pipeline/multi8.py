@@ -1,0 +1,145 @@
+"""MULTI-8 (PIPELINE.md section 8): entities with an article in all 8 languages, 100 candidates per target language.
+
+The queries are entities, not articles: for an entity and a target language Y, the
+candidates are Y's own search for the entity's Y title (labels 1-6, filled to 100
+with seeded label-0 documents), the same whichever language asks. Query lists are
+aligned: every file of a split lists the same entities in the same order.
+
+Three kinds of units, each holding at most one language's numbers per document:
+
+- ``choose_queries`` (one unit): the entities all 8 languages share, their split
+  and order (the same seeded hash as BI-139), the ``train_size`` / ``eval_size``
+  chosen per split, and each one's article (position, page id, title) in every
+  language, written to ``release/_multi8/queries.parquet``;
+- ``gather_lists`` (one unit per block of a target language's queries): the labels
+  of the chosen queries in that block;
+- ``write_target`` (one unit per target language Y): the 7 x 4 files with Y documents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from clirmatrix.pipeline import fileio, layout
+from clirmatrix.pipeline.corpus import NO_ENTITY, WorkDirs, catalog_numbers, iter_catalog
+from clirmatrix.pipeline.parquet_io import read_table, write_table
+from clirmatrix.pipeline.propagation import group_bounds
+from clirmatrix.pipeline.release import ReleaseSettings, RenderedResults, _described, candidates, query_prefix, release_order
+from clirmatrix.pipeline.splits import assign, choose, query_key, seeded_rng
+from clirmatrix.pipeline.units import LanguagePlan
+from clirmatrix.pipeline.writers import gzip_lines
+from clirmatrix.schemas import LABELS, MULTI8_QUERIES
+
+
+def shared_entities(work: WorkDirs, langs: Sequence[str]) -> np.ndarray:
+    """Entity numbers with an article in every language of ``langs``, ascending."""
+    shared = None
+    for lang in langs:
+        entities = catalog_numbers(work, lang, "entity")
+        entities = np.unique(entities[entities != NO_ENTITY])
+        shared = entities if shared is None else np.intersect1d(shared, entities, assume_unique=True)
+    return shared if shared is not None else np.zeros(0, np.int64)
+
+
+def _articles(work: WorkDirs, lang: str, entities: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(position, page id, title) in ``lang`` of each of ``entities`` (all of which it has)."""
+    numbers = catalog_numbers(work, lang, "entity")
+    by_entity = np.argsort(numbers, kind="stable")
+    positions = by_entity[np.searchsorted(numbers[by_entity], entities)].astype(np.int64)
+    wanted = np.argsort(positions, kind="stable")  # read the catalog once, in position order
+    page_ids = np.zeros(len(entities), dtype=np.int64)
+    titles: list[str] = [""] * len(entities)
+    at, first = 0, 0
+    for batch in iter_catalog(work, lang, ["page_id", "title"]):
+        last = first + batch.num_rows
+        while at < len(wanted) and positions[wanted[at]] < last:
+            index, row = wanted[at], positions[wanted[at]] - first
+            page_ids[index] = batch.column("page_id")[row].as_py()
+            titles[index] = batch.column("title")[row].as_py()
+            at += 1
+        first = last
+    return positions, page_ids, titles
+
+
+def choose_queries(work_root: str, settings: ReleaseSettings) -> dict:
+    """The one unit of the first step: which entities each split asks about, and their articles."""
+    work = WorkDirs(work_root)
+    langs = list(settings.multi_langs)
+    shared = shared_entities(work, langs)
+    # Split and order by the same key as BI-139 queries; files list entities in the order of their names.
+    names = sorted(f"Q{number}" for number in shared.tolist())
+    split_of, order = assign([query_key("", "", name) for name in names], settings.splits)
+    rows: dict[str, list] = {name: [] for name in MULTI8_QUERIES.names}
+    per_split = {}
+    chosen_all = []
+    for split in layout.SPLITS:
+        chosen = choose(split_of, order, np.arange(len(names)), split, settings.splits.size_of(split))
+        per_split[split] = len(chosen)
+        chosen_all += [(layout.SPLITS.index(split), rank, int(names[index][1:])) for rank, index in enumerate(chosen.tolist())]
+    entities = np.array([entity for _, _, entity in chosen_all], dtype=np.int64)
+    for lang in langs:
+        positions, page_ids, titles = _articles(work, lang, entities)
+        for (split, rank, entity), position, page_id, title in zip(chosen_all, positions.tolist(), page_ids.tolist(), titles):
+            for name, value in zip(MULTI8_QUERIES.names, (split, rank, entity, lang, position, page_id, title)):
+                rows[name].append(value)
+    table = pa.table([pa.array(rows[field.name], field.type) for field in MULTI8_QUERIES], schema=MULTI8_QUERIES)
+    write_table(work.multi8_queries_file(), table.sort_by([("split", "ascending"), ("rank", "ascending"), ("lang", "ascending")]), MULTI8_QUERIES)
+    return {"unit": "multi8.queries", "entities": len(names), "queries": per_split}
+
+
+def _chosen(work: WorkDirs, lang: str) -> pa.Table:
+    queries = read_table([work.multi8_queries_file()], MULTI8_QUERIES)
+    return queries.filter(pc.equal(queries.column("lang"), lang))
+
+
+def gather_lists(work_root: str, plan: LanguagePlan, block: int) -> dict:
+    """One unit per block of a target language's queries: the labels of the chosen queries in it."""
+    work = WorkDirs(work_root)
+    positions = np.unique(_chosen(work, plan.lang).column("position").to_numpy())
+    labels = read_table([work.labels_file(plan.lang, block)], LABELS)
+    kept = labels.filter(pa.array(np.isin(labels.column("query").to_numpy(), positions)))
+    write_table(work.multi8_lists_file(plan.lang, block), kept, LABELS)
+    return {"lang": plan.lang, "block": block, "rows": kept.num_rows}
+
+
+def write_target(work_root: str, out_root: str, tgt: LanguagePlan, settings: ReleaseSettings) -> dict:
+    """One unit per document language Y: ``MULTI-8/{X}/{X}.{Y}.{split}.jl.gz`` for the 7 other languages X."""
+    work = WorkDirs(work_root)
+    queries = read_table([work.multi8_queries_file()], MULTI8_QUERIES)
+    lists = read_table([work.multi8_lists_file(tgt.lang, block) for block in range(tgt.blocks)], LABELS)
+    tgt_ids = catalog_numbers(work, tgt.lang, "page_id")
+    query, doc, label = (lists.column(name).to_numpy() for name in ("query", "doc", "label"))
+    ordered = release_order(query, tgt_ids[doc], label)
+    query, doc, label = query[ordered], doc[ordered], label[ordered]
+    firsts, starts, ends = group_bounds(query)
+    bounds = dict(zip(firsts.tolist(), zip(starts.tolist(), ends.tolist())))
+    rows = queries.to_pydict()
+    sources = [lang for lang in settings.multi_langs if lang != tgt.lang]
+    k = settings.candidates
+    written = []
+    for split_index, split in enumerate(layout.SPLITS):
+        # (rank, lang) -> (page id, title); the target's positions in rank order.
+        articles, targets = {}, []
+        for split_of, rank, lang, position, page_id, title in zip(rows["split"], rows["rank"], rows["lang"], rows["position"], rows["page_id"], rows["title"]):
+            if split_of == split_index:
+                articles[(rank, lang)] = (page_id, title)
+                if lang == tgt.lang:
+                    targets.append((rank, position))
+        targets.sort()
+        spans = [bounds[position] for _, position in targets]
+        picked = np.concatenate([np.arange(start, end) for start, end in spans]) if spans else np.zeros(0, np.int64)
+        offsets = np.r_[0, np.cumsum([end - start for start, end in spans])].astype(np.int64)
+        rendered = RenderedResults(tgt_ids[doc[picked]], label[picked], offsets)
+        rng = seeded_rng(settings.splits.seed, "multi8", f"{tgt.lang}.{split}")
+        results = [candidates(rendered, j, doc[start:end], tgt_ids, k, rng) for j, (start, end) in enumerate(spans)]
+        for src in sources:
+            with gzip_lines(fileio.join(out_root, layout.query_file("multi8", src, tgt.lang, split))) as out:
+                for (rank, _), result, (start, end) in zip(targets, results, spans):
+                    page_id, title = articles[(rank, src)]
+                    out.write(query_prefix(page_id, title) + result + b"}", label[start:end][:k])
+            written.append(out.record)
+    return {"unit": f"multi8.{tgt.lang}", "files": _described(out_root, written)}

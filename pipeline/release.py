@@ -1,0 +1,228 @@
+"""The released files: BI-139 base and full, DOCS and DOCS-FULL, and the index (PIPELINE.md sections 7 and 9).
+
+Units of work, each bounded by a block of queries or a stream of documents:
+
+- ``write_direction``: one BI-139 direction X -> Y, its full and base files of the
+  four splits. It streams X's blocks of propagated labels in query order and holds
+  only numbers per document besides one block: each of X's queries' split and
+  order (``splits.write_query_splits``), Y's page ids, and the direction's queries.
+- ``write_docs``: ``DOCS/{lang}.tsv.gz`` and ``DOCS-FULL/{lang}.tsv.gz``, streamed.
+- ``write_index``: ``downloads.json.gz`` from what the units reported.
+
+MULTI-8 is ``clirmatrix.pipeline.multi8``. Results are rendered from numeric page
+ids in one compiled pass per block (``render_results``): the same bytes as
+``writers.query_line``, the plain reference, at a small fraction of its cost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numba
+import numpy as np
+import orjson
+
+from clirmatrix.pipeline import fileio, layout
+from clirmatrix.pipeline.corpus import WorkDirs, catalog_numbers, iter_docs, read_catalog
+from clirmatrix.pipeline.fileio import atomic_create
+from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
+from clirmatrix.pipeline.parquet_io import read_table
+from clirmatrix.pipeline.propagation import group_bounds
+from clirmatrix.pipeline.splits import SplitSettings, choose, seeded_rng
+from clirmatrix.pipeline.units import LanguagePlan
+from clirmatrix.pipeline.writers import WrittenFile, docs_line, filler, gzip_lines
+from clirmatrix.schemas import PROPAGATED, QUERY_SPLITS
+
+
+@dataclass(frozen=True)
+class ReleaseSettings:
+    """Splits, MULTI-8 languages, candidates per query, and the URL prefix written into the index."""
+
+    splits: SplitSettings = field(default_factory=SplitSettings)
+    multi_langs: tuple[str, ...] = MULTI8_LANGUAGES
+    candidates: int = layout.BASE_CANDIDATES
+    base_url: str = ""
+
+    def fingerprint_parts(self) -> dict:
+        return asdict(self)
+
+
+# --- rendering ------------------------------------------------------------------------------------
+
+_PAIR_BYTES = 26  # '["' + up to 19 digits + '",' + label + ']' + ','
+
+
+@numba.njit(cache=True)
+def _render(page_ids, labels, starts, out, pair_end, query_end):
+    """``[["id",label],...]`` per query into ``out``; the end offset of every pair and every query."""
+    at = 0
+    for q in range(starts.shape[0] - 1):
+        out[at] = 91  # [
+        at += 1
+        for row in range(starts[q], starts[q + 1]):
+            if row > starts[q]:
+                out[at] = 44  # ,
+                at += 1
+            out[at] = 91
+            out[at + 1] = 34  # "
+            at += 2
+            value = page_ids[row]
+            digits = 1
+            rest = value // 10
+            while rest > 0:
+                digits += 1
+                rest //= 10
+            for i in range(digits - 1, -1, -1):
+                out[at + i] = 48 + value % 10
+                value //= 10
+            at += digits
+            out[at] = 34
+            out[at + 1] = 44
+            out[at + 2] = 48 + labels[row]
+            out[at + 3] = 93  # ]
+            at += 4
+            pair_end[row] = at
+        out[at] = 93
+        at += 1
+        query_end[q] = at
+    return at
+
+
+class RenderedResults:
+    """The ``tgt_results`` of consecutive queries, rendered at once.
+
+    Args:
+        page_ids, labels: one row per result, grouped by query, each query's rows in release order.
+        starts: row offsets of the queries (``len(queries) + 1``).
+    """
+
+    def __init__(self, page_ids: np.ndarray, labels: np.ndarray, starts: np.ndarray) -> None:
+        self.starts = np.ascontiguousarray(starts, dtype=np.int64)
+        out = np.empty(len(page_ids) * _PAIR_BYTES + 2 * len(self.starts), dtype=np.uint8)
+        self.pair_end = np.empty(len(page_ids), dtype=np.int64)
+        self.query_end = np.empty(len(self.starts) - 1, dtype=np.int64)
+        if (page_ids < 0).any():
+            raise ValueError("page ids must not be negative")
+        used = _render(np.ascontiguousarray(page_ids, dtype=np.int64), np.ascontiguousarray(labels, dtype=np.int8), self.starts, out, self.pair_end, self.query_end)
+        self.buffer = out[:used].tobytes()
+
+    def _begin(self, query: int) -> int:
+        return int(self.query_end[query - 1]) if query else 0
+
+    def full(self, query: int) -> bytes:
+        """All results of the ``query``-th query: ``[["id",label],...]``."""
+        return self.buffer[self._begin(query) : int(self.query_end[query])]
+
+    def first(self, query: int, n: int) -> bytes:
+        """The opening bracket and the first ``n`` (>= 1) results, without the closing one."""
+        return self.buffer[self._begin(query) : int(self.pair_end[self.starts[query] + n - 1])]
+
+
+def render_one(page_ids: np.ndarray, labels: np.ndarray) -> bytes:
+    """``[["id",label],...]`` of one list already in release order."""
+    return RenderedResults(np.asarray(page_ids, dtype=np.int64), np.asarray(labels, dtype=np.int8), np.array([0, len(page_ids)])).full(0)
+
+
+def query_prefix(page_id: int, title: str) -> bytes:
+    """A query line up to its results: ``{"src_id":"...","src_query":"...","tgt_results":``."""
+    return orjson.dumps({"src_id": str(page_id), "src_query": title})[:-1] + b',"tgt_results":'
+
+
+def release_order(query: np.ndarray, page_ids: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """Row order grouping by query, each query's results by label descending, then page id (PIPELINE.md section 9)."""
+    return np.lexsort((page_ids, -label.astype(np.int16), query))
+
+
+def candidates(rendered: RenderedResults, query: int, docs: np.ndarray, tgt_ids: np.ndarray, k: int, rng: np.random.Generator) -> bytes:
+    """Exactly ``k`` results (PIPELINE.md section 7): the ``k`` best labelled, then seeded label-0 filler by page id.
+
+    ``docs`` are the query's labelled documents (Y positions) in release order.
+    """
+    labelled = rendered.first(query, min(k, len(docs)))
+    extra = filler(docs, len(tgt_ids), k - min(k, len(docs)), rng)
+    if not len(extra):
+        return labelled + b"]"
+    ids = np.sort(tgt_ids[extra])
+    return labelled + b"," + render_one(ids, np.zeros(len(ids), np.int8))[1:]
+
+
+# --- BI-139 ---------------------------------------------------------------------------------------
+
+
+def direction_queries(work: WorkDirs, src: LanguagePlan, tgt: str) -> np.ndarray:
+    """The queries of X -> Y (those with a label in Y), ascending: every block's query column."""
+    parts = [np.unique(read_table([work.propagated_file(src.lang, tgt, block)], PROPAGATED, ["query"]).column("query").to_numpy()) for block in range(src.blocks)]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int32)
+
+
+def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: LanguagePlan, settings: ReleaseSettings) -> dict:
+    """One unit: BI-139 full and base files of X -> Y for every split, streamed block by block."""
+    work = WorkDirs(work_root)
+    splits = read_table([work.query_splits_file(src.lang)], QUERY_SPLITS)
+    split_of, order = splits.column("split").to_numpy(), splits.column("order").to_numpy()
+    queries = direction_queries(work, src, tgt.lang)
+    base = [choose(split_of, order, queries, split, settings.splits.size_of(split)) for split in layout.SPLITS]
+    rngs = [seeded_rng(settings.splits.seed, "fill", f"{src.lang}.{tgt.lang}.{split}") for split in layout.SPLITS]
+    tgt_ids = catalog_numbers(work, tgt.lang, "page_id")
+    k = settings.candidates
+    with contextlib.ExitStack() as stack:
+        full_files = [stack.enter_context(gzip_lines(fileio.join(out_root, layout.query_file("bi139-full", src.lang, tgt.lang, s)))) for s in layout.SPLITS]
+        base_files = [stack.enter_context(gzip_lines(fileio.join(out_root, layout.query_file("bi139-base", src.lang, tgt.lang, s)))) for s in layout.SPLITS]
+        for block in range(src.blocks):
+            table = read_table([work.propagated_file(src.lang, tgt.lang, block)], PROPAGATED)
+            if table.num_rows == 0:
+                continue
+            query, doc, label = (table.column(name).to_numpy() for name in ("query", "doc", "label"))
+            ordered = release_order(query, tgt_ids[doc], label)
+            query, doc, label = query[ordered], doc[ordered], label[ordered]
+            firsts, starts, ends = group_bounds(query)
+            rendered = RenderedResults(tgt_ids[doc], label, np.r_[starts, len(query)])
+            first_position = src.block(block)[0]
+            catalog = read_catalog(work, src.lang, ["page_id", "title"], first_position, int(firsts[-1]) + 1)
+            page_ids, titles = catalog.column("page_id").to_numpy(), catalog.column("title").to_pylist()
+            for j, q in enumerate(firsts.tolist()):
+                split = int(split_of[q])
+                labels = label[starts[j] : ends[j]]
+                prefix = query_prefix(int(page_ids[q - first_position]), titles[q - first_position])
+                full_files[split].write(prefix + rendered.full(j) + b"}", labels)
+                chosen = base[split]
+                at = np.searchsorted(chosen, q)
+                if at < len(chosen) and chosen[at] == q:
+                    base_files[split].write(prefix + candidates(rendered, j, doc[starts[j] : ends[j]], tgt_ids, k, rngs[split]) + b"}", labels[:k])
+    files = [f.record for pair in zip(full_files, base_files) for f in pair]
+    return {"unit": f"bi139.{src.lang}.{tgt.lang}", "files": _described(out_root, files)}
+
+
+def _described(out_root: str, records: Sequence[WrittenFile]) -> list[dict]:
+    return [{**asdict(record), "path": fileio.relative_to(out_root, record.path)} for record in records]
+
+
+# --- DOCS and the index -----------------------------------------------------------------------------
+
+
+def write_docs(work_root: str, out_root: str, lang: str) -> dict:
+    """One unit: ``DOCS/{lang}.tsv.gz`` (truncated text) and ``DOCS-FULL/{lang}.tsv.gz``, in dump order."""
+    work = WorkDirs(work_root)
+    with gzip_lines(fileio.join(out_root, layout.docs_file("docs", lang))) as short, gzip_lines(fileio.join(out_root, layout.docs_file("docs-full", lang))) as full:
+        for batch in iter_docs(work, lang, ["doc_id", "text", "text_full"]):
+            for doc_id, text, text_full in zip(*(batch.column(name).to_pylist() for name in ("doc_id", "text", "text_full"))):
+                short.write(docs_line(doc_id, text))
+                full.write(docs_line(doc_id, text_full))
+    return {"unit": f"docs.{lang}", "files": _described(out_root, [short.record, full.record])}
+
+
+def write_index(out_root: str, files: Sequence[dict], base_url: str) -> str:
+    """``downloads.json.gz``: context -> key -> url, expected_md5, cache_path, size (PIPELINE.md section 9)."""
+    index: dict[str, dict[str, dict]] = {}
+    for entry in files:
+        released = layout.parse_path(entry["path"])
+        context, key = layout.index_key(released.dataset, released.src, released.tgt, released.split)
+        url = f"{base_url.rstrip('/')}/{entry['path']}" if base_url else entry["path"]
+        index.setdefault(context, {})[key] = {"url": url, "expected_md5": entry["md5"], "cache_path": entry["path"], "size": entry["size"]}
+    path = fileio.join(out_root, layout.INDEX)
+    with atomic_create(path) as handle, gzip.GzipFile(filename="", mode="wb", fileobj=handle, mtime=0) as stream:
+        stream.write(orjson.dumps(index, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+    return path
