@@ -118,6 +118,8 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
     es_url = config.es_url or os.environ.get("CLIRMATRIX_ES_URL", "")
     retrieval = RetrievalSettings(config.engine, config.k, bm25, config.threads, es_url, shard_docs=config.shard_docs, block_size=config.block_size)
     check_engine(retrieval, config.langs)
+    for folder in (config.out, config.work_dir):
+        fileio.check_writable(folder)
     work, version = WorkDirs(config.work_dir), metadata.version("clirmatrix")
     log = StageLog(work.root)
     workers = config.workers or None

@@ -31,7 +31,7 @@ from clirmatrix.pipeline.units import Unit
 
 LOG = logging.getLogger("clirmatrix")
 __all__ = [
-    "Barrier", "RunUnits", "default_workers", "finish_stage", "is_complete", "names_runner", "pipeline_options", "read_reports",
+    "Barrier", "RunUnits", "StorageDoFn", "default_workers", "finish_stage", "is_complete", "names_runner", "pipeline_options", "read_reports",
     "require_complete", "run_stage", "start_stage", "use_filesystem_options", "write_report",
 ]
 
@@ -75,7 +75,22 @@ def default_workers(units: int) -> int:
     return max(1, min(units, os.cpu_count() or 1))
 
 
-class RunUnits(beam.DoFn):
+class StorageDoFn(beam.DoFn):
+    """A DoFn that reads and writes files: its worker's FileSystems get the job's storage flags first.
+
+    Beam's own worker processes get them from the pipeline options, but not every
+    runner runs DoFns in those (Dask runs them in its own worker processes).
+    """
+
+    def __init__(self, beam_args: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.beam_args = list(beam_args)
+
+    def setup(self) -> None:
+        use_filesystem_options(self.beam_args)
+
+
+class RunUnits(StorageDoFn):
     """Runs the units of one step (``run(*unit.args)`` returns the unit's report) and passes the others on.
 
     Each finished unit writes its report and leaves its name in the output. No
@@ -83,13 +98,10 @@ class RunUnits(beam.DoFn):
     """
 
     def __init__(self, step: str, run: Callable[..., dict], report_dir: str, beam_args: Sequence[str] = ()) -> None:
+        super().__init__(beam_args)
         self.step = step
         self.run = run
         self.report_dir = report_dir
-        self.beam_args = list(beam_args)
-
-    def setup(self) -> None:
-        use_filesystem_options(self.beam_args)
 
     def process(self, element):
         if not isinstance(element, Unit) or element.step != self.step:

@@ -66,10 +66,11 @@ def output_path(out_dir: str, dump: DumpFile, rank: int) -> str:
     return fileio.join(out_dir, dump.lang, f"{rank:05d}-{stem}.parquet")
 
 
-class ExtractDumpFile(beam.DoFn):
+class ExtractDumpFile(common.StorageDoFn):
     """One dump file -> one docs Parquet file; emits ``(lang, unit report)``."""
 
-    def __init__(self, out_dir: str, settings: DocsSettings, background_inflate: bool = False) -> None:
+    def __init__(self, out_dir: str, settings: DocsSettings, background_inflate: bool = False, beam_args: Sequence[str] = ()) -> None:
+        super().__init__(beam_args)
         self.out_dir = out_dir
         self.settings = settings
         self.background_inflate = background_inflate
@@ -100,10 +101,11 @@ class ExtractDumpFile(beam.DoFn):
         yield dump.lang, {"rank": rank, "output": out_path, "seconds": round(seconds, 3), "report": report.to_dict()}
 
 
-class FinalizeLanguage(beam.DoFn):
+class FinalizeLanguage(common.StorageDoFn):
     """All files of a language done: drop repeated ids, apply ``min_docs``, write its report."""
 
-    def __init__(self, out_dir: str, min_docs: int) -> None:
+    def __init__(self, out_dir: str, min_docs: int, beam_args: Sequence[str] = ()) -> None:
+        super().__init__(beam_args)
         self.out_dir = out_dir
         self.min_docs = min_docs
 
@@ -125,20 +127,21 @@ class FinalizeLanguage(beam.DoFn):
 class ExtractDocs(beam.PTransform):
     """``(rank, DumpFile)`` units -> per-language docs Parquet; outputs the finished languages."""
 
-    def __init__(self, out_dir: str, settings: DocsSettings, background_inflate: bool = False) -> None:
+    def __init__(self, out_dir: str, settings: DocsSettings, background_inflate: bool = False, beam_args: Sequence[str] = ()) -> None:
         super().__init__()
         self.out_dir = out_dir
         self.settings = settings
         self.background_inflate = background_inflate
+        self.beam_args = list(beam_args)
 
     def expand(self, units):
         return (
             units
             # One element per dump file; each file is read whole by one worker.
-            | "ReadDumpFile" >> beam.ParDo(ExtractDumpFile(self.out_dir, self.settings, self.background_inflate))
+            | "ReadDumpFile" >> beam.ParDo(ExtractDumpFile(self.out_dir, self.settings, self.background_inflate, self.beam_args))
             # (lang, unit report) for every file of every language.
             | "GroupByLanguage" >> beam.GroupByKey()
-            | "FinalizeLanguage" >> beam.ParDo(FinalizeLanguage(self.out_dir, self.settings.min_docs))
+            | "FinalizeLanguage" >> beam.ParDo(FinalizeLanguage(self.out_dir, self.settings.min_docs, self.beam_args))
         )
 
 
@@ -161,7 +164,7 @@ def run_extract_docs(
         _ = (
             pipeline
             | "DumpFiles" >> beam.Create(units, reshuffle=len(units) > 1)
-            | "ExtractDocs" >> ExtractDocs(out_dir, settings, background_inflate)
+            | "ExtractDocs" >> ExtractDocs(out_dir, settings, background_inflate, beam_args)
         )
     summaries = sorted(common.read_reports(out_dir), key=lambda summary: summary["lang"])
     reports = {s["lang"]: [FileReport.from_dict(unit["report"]) for unit in s["units"]] for s in summaries}

@@ -33,10 +33,11 @@ from clirmatrix.schemas import SITELINKS
 LOG = logging.getLogger("clirmatrix")
 
 
-class ExtractSitelinksFile(beam.DoFn):
+class ExtractSitelinksFile(common.StorageDoFn):
     """One Wikidata dump file -> one sitelinks Parquet file per selected language."""
 
-    def __init__(self, out_dir: str, langs: Sequence[str], prefilter: bool = True) -> None:
+    def __init__(self, out_dir: str, langs: Sequence[str], prefilter: bool = True, beam_args: Sequence[str] = ()) -> None:
+        super().__init__(beam_args)
         self.out_dir = out_dir
         self.langs = sorted(langs)
         self.prefilter = prefilter
@@ -85,7 +86,7 @@ def run_extract_sitelinks(
         _ = (
             pipeline
             | "WikidataFiles" >> beam.Create(units, reshuffle=len(units) > 1)
-            | "ExtractSitelinks" >> beam.ParDo(ExtractSitelinksFile(out_dir, langs, prefilter))
+            | "ExtractSitelinks" >> beam.ParDo(ExtractSitelinksFile(out_dir, langs, prefilter, beam_args))
         )
     units_done = sorted(common.read_reports(out_dir), key=lambda unit: unit["rank"])
     reports = [FileReport.from_dict(unit["report"]) for unit in units_done]

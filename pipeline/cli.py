@@ -363,12 +363,15 @@ _add_training_commands()
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run a command, map library errors to messages and exit codes."""
+    args = sys.argv[1:] if argv is None else argv
+    _setup_logging("-v" in args or "--verbose" in args)  # before the library imports Beam, which logs on import
     from clirmatrix.pipeline.reports import IncompleteStageError
     from clirmatrix.beam_jobs.extract import NoDumpsError
     from clirmatrix.pipeline.badinput import TooManyBadRecords
     from clirmatrix.pipeline.config import ConfigError
     from clirmatrix.pipeline.download import DownloadError
     from clirmatrix.pipeline.engines.elastic import ClusterRequestError, ClusterUnreachableError
+    from clirmatrix.pipeline.fileio import NotWritableError
 
     try:
         code = cli.main(args=argv, prog_name="clirmatrix", standalone_mode=False)
@@ -378,7 +381,10 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as error:
         error.show()
         return error.exit_code
-    except (TooManyBadRecords, NoDumpsError, IncompleteStageError, ConfigError, ClusterUnreachableError, ClusterRequestError, DownloadError, FileNotFoundError, ValueError) as error:
+    except (
+        TooManyBadRecords, NoDumpsError, IncompleteStageError, ConfigError, ClusterUnreachableError, ClusterRequestError, DownloadError,
+        NotWritableError, FileNotFoundError, ValueError,
+    ) as error:  # fmt: skip
         console.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
         return 2
     return code if isinstance(code, int) else 0

@@ -1,0 +1,360 @@
+"""Scale-out: every stage as a Beam composite, exact sharded retrieval, retries, real Dask and S3-compatible servers.
+
+The cluster tests start their own servers on 127.0.0.1 and stop them after: a
+``dask scheduler`` with two ``dask worker`` processes (each in a working folder of
+its own), and ``moto_server`` as the S3-compatible object store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import EVAL, TRAIN, build_config, write_sample
+
+from clirmatrix.pipeline import layout
+
+BIN = Path(sys.executable).parent
+
+
+def _released(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and ".work" not in p.parts and p.name != layout.MANIFEST}
+
+
+def _tables(folder: Path) -> dict[str, pa.Table]:
+    """Every Parquet file below ``folder`` (reports and hidden folders aside), by relative path."""
+    return {str(p.relative_to(folder)): pq.read_table(p) for p in sorted(folder.rglob("*.parquet")) if not any(part.startswith("_") for part in p.relative_to(folder).parts)}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+# --- the composites on the in-process runner (TestPipeline + assert_that) ---------------------------
+
+
+def _test_pipeline():
+    from apache_beam.testing.test_pipeline import TestPipeline
+
+    return TestPipeline(runner="FnApiRunner")
+
+
+@pytest.fixture
+def work_copy(built, tmp_path):
+    """A copy of the sample build's work folder, to run stages again without touching the shared one."""
+    _, result, _ = built
+    work = tmp_path / "work"
+    shutil.copytree(result.work, work)
+    return work
+
+
+def _run_composite(units, transform) -> None:
+    """Every unit through the composite *twice*, as a retried bundle would; its output lists every unit, twice."""
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that, equal_to
+
+    with _test_pipeline() as pipeline:
+        done = pipeline | beam.Create(list(units) + list(units)) | transform
+        assert_that(done, equal_to([unit.name for unit in units] * 2))
+
+
+@pytest.mark.parametrize("shard_docs", [37, 100, 151])
+def test_sharded_retrieval_equals_unsharded_bit_for_bit(work_copy, built, shard_docs):
+    """Shards scored with their language's statistics, merged by score then position: exactly one index's top 100."""
+    from clirmatrix.beam_jobs.retrieve import RetrieveLanguages
+    from clirmatrix.pipeline import retrieval
+    from clirmatrix.pipeline.retrieval import RetrievalSettings
+
+    _, result, _ = built
+    unsharded = _tables(Path(result.work) / "retrieval")
+    langs = result.summaries["retrieve"]["languages"]
+    settings = RetrievalSettings(shard_docs=shard_docs, block_size=120)
+    plans = [settings.plan(lang, entry["docs"]) for lang, entry in langs.items()]
+    assert all(plan.shards >= 2 for plan in plans)
+    shutil.rmtree(work_copy / "retrieval")
+    _run_composite(retrieval.plan_units(plans, settings), RetrieveLanguages(str(work_copy), settings))
+    for lang in langs:
+        ours = pa.concat_tables([table for path, table in _tables(work_copy / "retrieval").items() if path.startswith(f"{lang}/")])
+        theirs = pa.concat_tables([table for path, table in unsharded.items() if path.startswith(f"{lang}/")])
+        assert ours.num_rows == theirs.num_rows > 0
+        for name in ("query", "doc", "score"):  # scores equal as float32, ties in the same order
+            assert np.array_equal(ours.column(name).to_numpy(), theirs.column(name).to_numpy()), (lang, name)
+
+
+def test_link_label_propagate_composites_write_what_the_build_wrote(work_copy, built):
+    """LinkEntities, LabelQueries and PropagateLabels, each unit run twice: the same files as the build's."""
+    from clirmatrix.beam_jobs.label import LABEL, LabelQueries, language_plans
+    from clirmatrix.beam_jobs.link_entities import LINK, LinkEntities
+    from clirmatrix.beam_jobs.propagate import LINKS, PROPAGATE, PropagateLabels
+    from clirmatrix.pipeline.units import Unit
+
+    _, result, _ = built
+    original = Path(result.work)
+    langs = sorted(result.summaries["retrieve"]["languages"])
+    plans = language_plans(result.summaries["retrieve"])
+    for folder in ("catalog", "entity_docs", "labels", "propagated"):
+        shutil.rmtree(work_copy / folder)
+    _run_composite([Unit(LINK, lang, (lang,)) for lang in langs], LinkEntities(str(work_copy)))
+    _run_composite([Unit(LABEL, f"{p.lang}.{b:05d}", (p, b)) for p in plans for b in range(p.blocks)], LabelQueries(str(work_copy)))
+    units = [Unit(LINKS, f"links.{lang}", (lang, langs)) for lang in langs]
+    units += [Unit(PROPAGATE, f"carry.{p.lang}.{b:05d}", (p, b, langs)) for p in plans for b in range(p.blocks)]
+    _run_composite(units, PropagateLabels(str(work_copy), langs))
+    for folder in ("catalog", "entity_docs", "labels", "propagated"):
+        ours, theirs = _tables(work_copy / folder), _tables(original / folder)
+        assert ours.keys() == theirs.keys() and ours, folder
+        assert all(ours[path].equals(theirs[path]) for path in ours), folder
+
+
+def test_write_composite_and_count_composite(work_copy, built, tmp_path):
+    """WriteRelease (every unit twice) writes the build's released bytes; CountFiles counts them as the build did."""
+    from clirmatrix.beam_jobs.label import language_plans
+    from clirmatrix.beam_jobs.stats import COUNT, CountFiles, counted_while_writing
+    from clirmatrix.beam_jobs.write_release import WriteRelease, release_units
+    from clirmatrix.pipeline.release import ReleaseSettings
+    from clirmatrix.pipeline.splits import SplitSettings
+    from clirmatrix.pipeline.units import Unit
+
+    out, result, _ = built
+    settings = ReleaseSettings(SplitSettings(eval_fraction=0.15, train_size=TRAIN, eval_size=EVAL))
+    plans = language_plans(result.summaries["propagate"])
+    again = tmp_path / "again"
+    shutil.rmtree(work_copy / "release")
+    _run_composite(release_units(plans, settings.multi_langs), WriteRelease(str(work_copy), str(again), settings))
+    mine = _released(out)
+    theirs = _released(again)
+    assert {path: data for path, data in mine.items() if layout.parse_path(path)} == theirs
+
+    files = sorted(path for path in theirs if layout.parse_path(path).dataset in layout.QUERY_SETS)
+    units = [Unit(COUNT, path.replace("/", "__"), (path,)) for path in files]
+    _run_composite(units, CountFiles(str(again), str(tmp_path / "counts")))
+    counted = sorted(json.loads(p.read_text())["stats"]["queries"] for p in (tmp_path / "counts" / "_reports").glob("*.json"))
+    assert counted == sorted(row.queries for row in counted_while_writing(result.work))
+
+
+def test_extract_docs_composite_counts_the_same_on_a_retry(sample, tmp_path):
+    """A retried FinalizeLanguage finds the duplicates already gone and reports the same numbers."""
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs, FinalizeLanguage
+    from clirmatrix.pipeline.dumps import discover
+    from clirmatrix.pipeline.reports import read_reports
+
+    dumps, world = sample
+    found = discover(str(dumps), ["en", "ja"])
+    units = [(rank, dump) for lang in sorted(found.docs) for rank, dump in enumerate(found.docs[lang])]
+    out = tmp_path / "docs"
+    with _test_pipeline() as pipeline:
+        langs = pipeline | beam.Create(units) | ExtractDocs(str(out), DocsSettings(min_docs=1, max_bad_fraction=0.01))
+        assert_that(langs, equal_to(["en", "ja"]))
+    first = {report["lang"]: report for report in read_reports(str(out))}
+    assert first["en"]["duplicates"] == 1 and first["en"]["docs"] == sum(1 for e in world.entities if "en" in e.langs)
+    retry = FinalizeLanguage(str(out), 1)
+    list(retry.process(("en", first["en"]["units"])))  # the same bundle again
+    assert {report["lang"]: report for report in read_reports(str(out))}["en"] == first["en"]
+
+
+# --- runners and shipping ----------------------------------------------------------------------
+
+
+def test_runners_by_short_name():
+    from clirmatrix.beam_jobs import runners
+    from clirmatrix.beam_jobs.common import pipeline_options
+
+    dask = runners.resolve(["--runner", "dask", "--dask_client_address=127.0.0.1:1"])
+    assert "--runner=apache_beam.runners.dask.dask_runner.DaskRunner" in dask and "--dask_partition_size=1" in dask
+    assert "--dask_partition_size=1" not in runners.resolve(["--runner=dask", "--dask_npartitions=4"])
+    flink = runners.resolve(["--runner=flink", "--flink_master=localhost:8081", "--environment_type=LOOPBACK"])
+    assert "--runner=FlinkRunner" in flink and not any(arg.startswith("--extra_package") for arg in flink)
+    assert runners.resolve(["--runner=FnApiRunner"]) == ["--runner=FnApiRunner"]
+    assert pipeline_options([], 2).get_all_options()["runner"] == "FnApiRunner"  # no runner named: the local one
+
+
+def test_a_container_runner_gets_the_project_as_a_wheel(tmp_path):
+    """Dataflow (and Flink's Docker environment) workers install the project from a wheel built from this tree."""
+    import zipfile
+
+    from clirmatrix.beam_jobs import runners
+
+    if runners.source_tree() is None:
+        pytest.skip("clirmatrix is not installed from its source tree")
+    args = runners.resolve(["--runner", "dataflow", "--project", "p", "--region", "r", "--temp_location", "gs://b/t"])
+    assert "--runner=DataflowRunner" in args
+    wheel = Path(runners.flag_value(args, "--extra_package"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {"clirmatrix/pipeline/retrieval.py", "clirmatrix/beam_jobs/retrieve.py", "clirmatrix/schemas/parquet.py"} <= set(names)
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
+    assert "Requires-Dist: numba" in metadata and "Requires-Dist: PyStemmer" in metadata  # the native dependencies come with it
+    given = ["--runner=dataflow", "--sdk_container_image=gcr.io/p/clirmatrix:1"]
+    assert not any(arg.startswith("--extra_package") for arg in runners.resolve(given))
+
+
+# --- a real Dask cluster ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory):
+    """A ``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1, each in a folder of its own."""
+    pytest.importorskip("distributed", reason="needs the dask extra")
+    root = tmp_path_factory.mktemp("dask")
+    scheduler_file = root / "scheduler.json"
+    started = []
+    try:
+        (root / "scheduler").mkdir()
+        started.append(
+            subprocess.Popen(
+                [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)],
+                cwd=root / "scheduler", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            )
+        )  # fmt: skip
+        for _ in range(300):
+            if scheduler_file.exists() and scheduler_file.stat().st_size:
+                break
+            time.sleep(0.1)
+        for name in ("worker1", "worker2"):
+            (root / name).mkdir()
+            command = [str(BIN / "dask"), "worker", "--scheduler-file", str(scheduler_file), "--nworkers", "1", "--nthreads", "1"]
+            command += ["--memory-limit", "4GB", "--no-dashboard", "--local-directory", str(root / name)]
+            started.append(subprocess.Popen(command, cwd=root / name, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        from distributed import Client
+
+        address = json.loads(scheduler_file.read_text())["address"]
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(2, timeout=120)
+        yield address
+    finally:
+        for process in reversed(started):
+            _stop(process)
+
+
+def _executed(address: str) -> dict[str, int]:
+    from distributed import Client
+
+    with Client(address, timeout=60) as client:
+        return client.run(lambda dask_worker: dask_worker.state.executed_count)
+
+
+def _cli_build(cwd: Path, dumps: str, out: str, *extra: str) -> None:
+    command = [sys.executable, "-m", "clirmatrix.pipeline.cli", "build", "--dumps", dumps, "--out", out, "--min-docs", "100", "--max-bad-fraction", "0.01"]
+    command += ["--train-size", str(TRAIN), "--eval-size", str(EVAL), "--eval-fraction", "0.15", *extra]
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "apitools" not in done.stderr
+
+
+def test_the_build_on_a_dask_cluster_is_byte_identical_and_keeps_no_state(built, world8, dask_cluster, tmp_path_factory, tmp_path):
+    """Relative paths on the command line, units spread over both workers, then other dumps into the same OUT."""
+    from clirmatrix.beam_jobs.build import run_build
+
+    out, _, _ = built
+    dumps, _ = world8
+    here = tmp_path / "here"
+    here.mkdir()
+    shutil.copytree(dumps, here / "dumps")
+    before = _executed(dask_cluster)
+    _cli_build(here, "dumps", "out", "--runner", "dask", "--dask_client_address", dask_cluster, "--shard-docs", "150", "--block-size", "100")
+    assert _released(here / "out") == _released(out)
+    ran = {worker: count - before.get(worker, 0) for worker, count in _executed(dask_cluster).items()}
+    assert len(ran) == 2 and all(count > 0 for count in ran.values()), ran  # the units were spread over both workers
+
+    other, _ = write_sample(tmp_path_factory, ("en", "de", "fr", "ja"), seed=11)
+    shutil.copytree(other, here / "other")
+    _cli_build(here, "other", "out", "--runner", "dask", "--dask_client_address", dask_cluster)
+    fresh = tmp_path / "fresh"
+    run_build(build_config(other, fresh))
+    assert _released(here / "out") == _released(fresh)
+    assert not (here / "out" / "MULTI-8").exists()  # the first build's files went with it
+
+
+# --- an S3-compatible object store -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def s3_server(tmp_path_factory):
+    """``moto_server`` on 127.0.0.1: the endpoint and the Beam flags that reach it (credentials are the server's test ones)."""
+    pytest.importorskip("boto3", reason="needs apache-beam[aws]")
+    server = shutil.which("moto_server", path=str(BIN)) or shutil.which("moto_server")
+    if server is None:
+        pytest.skip("moto_server (moto[server]) is not installed")
+    port = _free_port()
+    process = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    endpoint = f"http://127.0.0.1:{port}"
+    flags = [f"--s3_endpoint_url={endpoint}", "--s3_access_key_id=testing", "--s3_secret_access_key=testing", "--s3_region_name=us-east-1"]
+    try:
+        import boto3
+
+        client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1")
+        for _ in range(200):
+            try:
+                client.create_bucket(Bucket="clirmatrix-test")
+                break
+            except Exception:
+                time.sleep(0.1)
+        yield client, flags
+    finally:
+        _stop(process)
+
+
+def _objects(client, prefix: str) -> dict[str, bytes]:
+    found = {}
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket="clirmatrix-test", Prefix=prefix):
+        for item in page.get("Contents", []):
+            found[item["Key"][len(prefix) :]] = client.get_object(Bucket="clirmatrix-test", Key=item["Key"])["Body"].read()
+    return found
+
+
+def test_object_store_prefixes_are_cleared_and_listed_by_prefix(s3_server):
+    from clirmatrix.beam_jobs.common import use_filesystem_options
+    from clirmatrix.pipeline import fileio
+
+    client, flags = s3_server
+    use_filesystem_options(flags)
+    for key in ("t/stage/a.parquet", "t/stage/_reports/a.json", "t/stage-other/b.parquet", "t/stage"):
+        fileio.write_bytes(f"s3://clirmatrix-test/{key}", b"x")
+    assert fileio.any_under("s3://clirmatrix-test/t/stage") and fileio.list_files("s3://clirmatrix-test/t/stage/_reports/*.json")
+    fileio.remove_tree("s3://clirmatrix-test/t/stage")
+    assert sorted(_objects(client, "t/")) == ["stage-other/b.parquet"]
+    assert not fileio.any_under("s3://clirmatrix-test/t/stage")
+    with pytest.raises(fileio.NotWritableError, match="no-such-bucket"):
+        fileio.check_writable("s3://no-such-bucket/out")
+
+
+def test_a_build_on_s3_equals_the_local_build(s3_server, tmp_path_factory, tmp_path):
+    """WORK and OUT on the object store, two worker processes; then a rerun skips every stage there too."""
+    from clirmatrix.beam_jobs.build import STAGES, run_build
+
+    client, flags = s3_server
+    dumps, _ = write_sample(tmp_path_factory, ("en", "de", "fr"), seed=3)
+    local = tmp_path / "local"
+    run_build(build_config(dumps, local, multi_langs=("de", "en", "fr")))
+    remote = build_config(dumps, Path("."), multi_langs=("de", "en", "fr"), workers=2)
+    remote = replace(remote, out="s3://clirmatrix-test/out", work="s3://clirmatrix-test/work")
+    run_build(remote, flags)
+    stored = _objects(client, "out/")
+    stored.pop(layout.MANIFEST)
+    assert stored == _released(local) and any(path.startswith("MULTI-8/") for path in stored)
+    assert run_build(remote, flags).skipped == list(STAGES)
