@@ -123,8 +123,8 @@ class Barrier(beam.PTransform):
         return pcoll | "ByUnit" >> beam.Map(_keyed) | "AllDone" >> beam.GroupByKey() | "Release" >> beam.FlatMapTuple(lambda _, values: values)
 
 
-def run_stage(label: str, units: Sequence[Unit], transform: beam.PTransform, beam_args: Sequence[str] = (), workers: int | None = None) -> None:
-    """One Beam pipeline: ``units`` -> ``transform`` (a stage's composite), on the configured runner."""
+def run_stage(label: str, units: Sequence, transform: beam.PTransform, beam_args: Sequence[str] = (), workers: int | None = None) -> None:
+    """One Beam pipeline: ``units`` (usually ``Unit``s) -> ``transform`` (a stage's composite), on the configured runner."""
     if not units:
         return
     options = pipeline_options(beam_args, workers or default_workers(len(units)))

@@ -156,16 +156,10 @@ def run_extract_docs(
     units = [(rank, dump) for lang in sorted(dumps) for rank, dump in enumerate(dumps[lang])]
     common.start_stage(out_dir)
     workers = workers or common.default_workers(len(units))
-    options = common.pipeline_options(beam_args, workers)
     # A second inflating thread pays only where a core is spare: one local worker on a
     # multi-core machine. With a worker per core (or on a cluster) it only competes.
     background_inflate = workers == 1 and (os.cpu_count() or 1) > 1 and not common.names_runner(beam_args)
-    with beam.Pipeline(options=options) as pipeline:
-        _ = (
-            pipeline
-            | "DumpFiles" >> beam.Create(units, reshuffle=len(units) > 1)
-            | "ExtractDocs" >> ExtractDocs(out_dir, settings, background_inflate, beam_args)
-        )
+    common.run_stage("ExtractDocs", units, ExtractDocs(out_dir, settings, background_inflate, beam_args), beam_args, workers)
     summaries = sorted(common.read_reports(out_dir), key=lambda summary: summary["lang"])
     reports = {s["lang"]: [FileReport.from_dict(unit["report"]) for unit in s["units"]] for s in summaries}
     check_bad_fraction(reports, settings.max_bad_fraction)

@@ -67,6 +67,21 @@ class ExtractSitelinksFile(common.StorageDoFn):
         yield name
 
 
+class ExtractSitelinks(beam.PTransform):
+    """``(rank, path)`` of Wikidata dump files -> per-language sitelinks Parquet; outputs each file's name."""
+
+    def __init__(self, out_dir: str, langs: Sequence[str], prefilter: bool = True, beam_args: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.out_dir = out_dir
+        self.langs = sorted(langs)
+        self.prefilter = prefilter
+        self.beam_args = list(beam_args)
+
+    def expand(self, files):
+        # One element per dump file; each is read whole by one worker, every line in order.
+        return files | "ReadWikidataFile" >> beam.ParDo(ExtractSitelinksFile(self.out_dir, self.langs, self.prefilter, self.beam_args))
+
+
 def run_extract_sitelinks(
     wikidata_files: Sequence[str],
     langs: Sequence[str],
@@ -81,13 +96,7 @@ def run_extract_sitelinks(
         raise FileNotFoundError("no Wikidata dump (latest-all.json.gz or wikidata-YYYYMMDD-all.json.gz) was given")
     units = list(enumerate(sorted(wikidata_files)))
     common.start_stage(out_dir)
-    options = common.pipeline_options(beam_args, workers or common.default_workers(len(units)))
-    with beam.Pipeline(options=options) as pipeline:
-        _ = (
-            pipeline
-            | "WikidataFiles" >> beam.Create(units, reshuffle=len(units) > 1)
-            | "ExtractSitelinks" >> beam.ParDo(ExtractSitelinksFile(out_dir, langs, prefilter, beam_args))
-        )
+    common.run_stage("ExtractSitelinks", units, ExtractSitelinks(out_dir, langs, prefilter, beam_args), beam_args, workers)
     units_done = sorted(common.read_reports(out_dir), key=lambda unit: unit["rank"])
     reports = [FileReport.from_dict(unit["report"]) for unit in units_done]
     check_bad_fraction({report.file: [report] for report in reports}, max_bad_fraction)

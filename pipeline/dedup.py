@@ -11,23 +11,29 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from clirmatrix.pipeline.parquet_io import filter_rows, read_table
 from clirmatrix.schemas import DOCS
 
 
 def first_occurrences(ids: pa.Array) -> np.ndarray:
-    """Boolean mask, true at the first occurrence of each id."""
-    table = pa.table({"doc_id": ids, "row": pa.array(np.arange(len(ids), dtype=np.int64))})
-    first_rows = table.group_by("doc_id", use_threads=False).aggregate([("row", "min")]).column("row_min")
+    """Boolean mask, true at the first occurrence of each id.
+
+    Ids are page ids (the readers refuse others), so they are compared as 64-bit
+    numbers: 8 bytes a document, not a string table of the whole language.
+    """
+    numbers = pc.cast(ids, pa.int64()).to_numpy()
+    order = np.argsort(numbers, kind="stable")  # equal ids keep their row order: the first comes first
+    ordered = numbers[order]
     keep = np.zeros(len(ids), dtype=bool)
-    keep[first_rows.to_numpy()] = True
+    keep[order[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ids) else order] = True
     return keep
 
 
 def drop_duplicate_ids(paths: Sequence[str]) -> int:
     """Remove repeated doc ids across the given docs files (in order); returns how many."""
-    columns = [read_table([path], DOCS, ["doc_id"]).column("doc_id").combine_chunks() for path in paths]
+    columns = [pc.cast(read_table([path], DOCS, ["doc_id"]).column("doc_id"), pa.int64()).combine_chunks() for path in paths]
     if not columns:
         return 0
     ids = pa.concat_arrays(columns)

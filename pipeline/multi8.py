@@ -27,8 +27,7 @@ import pyarrow.compute as pc
 from clirmatrix.pipeline import fileio, layout
 from clirmatrix.pipeline.corpus import NO_ENTITY, WorkDirs, catalog_numbers, iter_catalog
 from clirmatrix.pipeline.parquet_io import read_table, write_table
-from clirmatrix.pipeline.propagation import group_bounds
-from clirmatrix.pipeline.release import ReleaseSettings, RenderedResults, _described, candidates, query_prefix, release_order
+from clirmatrix.pipeline.release import ReleaseSettings, RenderedResults, _described, base_candidates, judged, query_groups, query_prefix, release_order
 from clirmatrix.pipeline.splits import assign, choose, query_key, seeded_rng
 from clirmatrix.pipeline.units import LanguagePlan
 from clirmatrix.pipeline.writers import gzip_lines
@@ -113,10 +112,10 @@ def write_target(work_root: str, out_root: str, tgt: LanguagePlan, settings: Rel
     lists = read_table([work.multi8_lists_file(tgt.lang, block) for block in range(tgt.blocks)], LABELS)
     tgt_ids = catalog_numbers(work, tgt.lang, "page_id")
     query, doc, label = (lists.column(name).to_numpy() for name in ("query", "doc", "label"))
-    ordered = release_order(query, tgt_ids[doc], label)
-    query, doc, label = query[ordered], doc[ordered], label[ordered]
-    firsts, starts, ends = group_bounds(query)
-    bounds = dict(zip(firsts.tolist(), zip(starts.tolist(), ends.tolist())))
+    groups = query_groups(query)
+    ordered = release_order(groups, tgt_ids[doc], label)
+    doc, label = doc[ordered], label[ordered]
+    bounds = dict(zip(query[groups[:-1]].tolist(), zip(groups[:-1].tolist(), groups[1:].tolist())))
     rows = queries.to_pydict()
     sources = [lang for lang in settings.multi_langs if lang != tgt.lang]
     k = settings.candidates
@@ -135,11 +134,13 @@ def write_target(work_root: str, out_root: str, tgt: LanguagePlan, settings: Rel
         offsets = np.r_[0, np.cumsum([end - start for start, end in spans])].astype(np.int64)
         rendered = RenderedResults(tgt_ids[doc[picked]], label[picked], offsets)
         rng = seeded_rng(settings.splits.seed, "multi8", f"{tgt.lang}.{split}")
-        results = [candidates(rendered, j, doc[start:end], tgt_ids, k, rng) for j, (start, end) in enumerate(spans)]
+        results = base_candidates(rendered, [(j, doc[start:end], rng) for j, (start, end) in enumerate(spans)], tgt_ids, k)
+        ge1, ge4 = judged(label[picked], offsets, k)
         for src in sources:
             with gzip_lines(fileio.join(out_root, layout.query_file("multi8", src, tgt.lang, split))) as out:
-                for (rank, _), result, (start, end) in zip(targets, results, spans):
+                for j, ((rank, _), result) in enumerate(zip(targets, results)):
                     page_id, title = articles[(rank, src)]
-                    out.write(query_prefix(page_id, title) + result + b"}", label[start:end][:k])
+                    out.write(query_prefix(page_id, title) + result + b"}")
+                    out.count(int(ge1[j]), int(ge4[j]))
             written.append(out.record)
     return {"unit": f"multi8.{tgt.lang}", "files": _described(out_root, written)}

@@ -33,7 +33,7 @@ from clirmatrix.pipeline.parquet_io import read_table
 from clirmatrix.pipeline.propagation import group_bounds
 from clirmatrix.pipeline.splits import SplitSettings, choose, seeded_rng
 from clirmatrix.pipeline.units import LanguagePlan
-from clirmatrix.pipeline.writers import WrittenFile, docs_line, filler, gzip_lines
+from clirmatrix.pipeline.writers import WrittenFile, docs_text, filler, gzip_lines
 from clirmatrix.schemas import PROPAGATED, QUERY_SPLITS
 
 
@@ -53,11 +53,13 @@ class ReleaseSettings:
 # --- rendering ------------------------------------------------------------------------------------
 
 _PAIR_BYTES = 26  # '["' + up to 19 digits + '",' + label + ']' + ','
+_TWO_DIGITS = np.frombuffer(b"".join(b"%02d" % n for n in range(100)), dtype=np.uint8)  # "00".."99"
 
 
 @numba.njit(cache=True)
-def _render(page_ids, labels, starts, out, pair_end, query_end):
+def _render(page_ids, labels, starts, out, pair_end, query_end, two_digits):
     """``[["id",label],...]`` per query into ``out``; the end offset of every pair and every query."""
+    digits = np.empty(20, np.uint8)
     at = 0
     for q in range(starts.shape[0] - 1):
         out[at] = 91  # [
@@ -70,15 +72,23 @@ def _render(page_ids, labels, starts, out, pair_end, query_end):
             out[at + 1] = 34  # "
             at += 2
             value = page_ids[row]
-            digits = 1
-            rest = value // 10
-            while rest > 0:
-                digits += 1
-                rest //= 10
-            for i in range(digits - 1, -1, -1):
-                out[at + i] = 48 + value % 10
-                value //= 10
-            at += digits
+            first = 20  # the id's digits, written backwards two at a time into digits[first:]
+            while value >= 100:
+                pair = value % 100
+                value //= 100
+                first -= 2
+                digits[first] = two_digits[2 * pair]
+                digits[first + 1] = two_digits[2 * pair + 1]
+            if value >= 10:
+                first -= 2
+                digits[first] = two_digits[2 * value]
+                digits[first + 1] = two_digits[2 * value + 1]
+            else:
+                first -= 1
+                digits[first] = 48 + value
+            for i in range(first, 20):
+                out[at] = digits[i]
+                at += 1
             out[at] = 34
             out[at + 1] = 44
             out[at + 2] = 48 + labels[row]
@@ -106,7 +116,9 @@ class RenderedResults:
         self.query_end = np.empty(len(self.starts) - 1, dtype=np.int64)
         if (page_ids < 0).any():
             raise ValueError("page ids must not be negative")
-        used = _render(np.ascontiguousarray(page_ids, dtype=np.int64), np.ascontiguousarray(labels, dtype=np.int8), self.starts, out, self.pair_end, self.query_end)
+        used = _render(
+            np.ascontiguousarray(page_ids, dtype=np.int64), np.ascontiguousarray(labels, dtype=np.int8), self.starts, out, self.pair_end, self.query_end, _TWO_DIGITS
+        )
         self.buffer = out[:used].tobytes()
 
     def _begin(self, query: int) -> int:
@@ -121,32 +133,63 @@ class RenderedResults:
         return self.buffer[self._begin(query) : int(self.pair_end[self.starts[query] + n - 1])]
 
 
-def render_one(page_ids: np.ndarray, labels: np.ndarray) -> bytes:
-    """``[["id",label],...]`` of one list already in release order."""
-    return RenderedResults(np.asarray(page_ids, dtype=np.int64), np.asarray(labels, dtype=np.int8), np.array([0, len(page_ids)])).full(0)
-
-
 def query_prefix(page_id: int, title: str) -> bytes:
     """A query line up to its results: ``{"src_id":"...","src_query":"...","tgt_results":``."""
     return orjson.dumps({"src_id": str(page_id), "src_query": title})[:-1] + b',"tgt_results":'
 
 
-def release_order(query: np.ndarray, page_ids: np.ndarray, label: np.ndarray) -> np.ndarray:
-    """Row order grouping by query, each query's results by label descending, then page id (PIPELINE.md section 9)."""
-    return np.lexsort((page_ids, -label.astype(np.int16), query))
+@numba.njit(cache=True)
+def _sort_each(keys, starts):
+    order = np.empty(keys.shape[0], np.int64)
+    for group in range(starts.shape[0] - 1):
+        low, high = starts[group], starts[group + 1]
+        local = np.argsort(keys[low:high])
+        for i in range(high - low):
+            order[low + i] = low + local[i]
+    return order
 
 
-def candidates(rendered: RenderedResults, query: int, docs: np.ndarray, tgt_ids: np.ndarray, k: int, rng: np.random.Generator) -> bytes:
-    """Exactly ``k`` results (PIPELINE.md section 7): the ``k`` best labelled, then seeded label-0 filler by page id.
+def release_order(starts: np.ndarray, page_ids: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """The order of rows already grouped by query (groups at ``starts``) that sorts each query's results as released.
 
-    ``docs`` are the query's labelled documents (Y positions) in release order.
+    Label descending, then page id ascending (PIPELINE.md section 9), as one unsigned
+    key per row: page ids are below 10**18 < 2**60 (``is_page_id``), labels fill the 3 bits above.
     """
-    labelled = rendered.first(query, min(k, len(docs)))
-    extra = filler(docs, len(tgt_ids), k - min(k, len(docs)), rng)
-    if not len(extra):
-        return labelled + b"]"
-    ids = np.sort(tgt_ids[extra])
-    return labelled + b"," + render_one(ids, np.zeros(len(ids), np.int8))[1:]
+    keys = (np.uint64(6) - label.astype(np.uint64)) << np.uint64(60) | page_ids.astype(np.uint64)
+    return _sort_each(keys, np.ascontiguousarray(starts, dtype=np.int64))
+
+
+def query_groups(query: np.ndarray) -> np.ndarray:
+    """Row offsets of the runs of a sorted query column, with the end: ``len(groups) + 1`` values."""
+    _, starts, _ = group_bounds(query)
+    return np.r_[starts, len(query)].astype(np.int64)
+
+
+def base_candidates(rendered: RenderedResults, picks: Sequence[tuple[int, np.ndarray, np.random.Generator]], tgt_ids: np.ndarray, k: int) -> list[bytes]:
+    """Exactly ``k`` results per pick (PIPELINE.md section 7): the ``k`` best labelled, then seeded label-0 filler by page id.
+
+    Each pick is (query index in ``rendered``, its labelled documents as Y positions in
+    release order, its split's generator); generators are drawn from in the picks' order.
+    """
+    fillers = [np.sort(tgt_ids[filler(docs, len(tgt_ids), k - min(k, len(docs)), rng)]) for _, docs, rng in picks]
+    offsets = np.r_[0, np.cumsum([len(ids) for ids in fillers])].astype(np.int64)
+    every = np.concatenate(fillers) if fillers else np.zeros(0, np.int64)
+    extra = RenderedResults(every, np.zeros(len(every), np.int8), offsets)
+    results = []
+    for i, (query, docs, _) in enumerate(picks):
+        labelled = rendered.first(query, min(k, len(docs)))
+        results.append(labelled + b"," + extra.full(i)[1:] if offsets[i + 1] > offsets[i] else labelled + b"]")
+    return results
+
+
+def judged(label: np.ndarray, groups: np.ndarray, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per query (rows at ``groups``): labels >= 1 and >= 4 among its first ``limit`` rows (all when None)."""
+    counts = []
+    for threshold in (1, 4):
+        cumulative = np.r_[0, np.cumsum(label >= threshold)]
+        ends = groups[1:] if limit is None else np.minimum(groups[1:], groups[:-1] + limit)
+        counts.append(cumulative[ends] - cumulative[groups[:-1]])
+    return counts[0], counts[1]
 
 
 # --- BI-139 ---------------------------------------------------------------------------------------
@@ -175,23 +218,33 @@ def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: Langu
             table = read_table([work.propagated_file(src.lang, tgt.lang, block)], PROPAGATED)
             if table.num_rows == 0:
                 continue
+            # Rows come grouped by query (ascending), each query's by Y position: order them as released.
             query, doc, label = (table.column(name).to_numpy() for name in ("query", "doc", "label"))
-            ordered = release_order(query, tgt_ids[doc], label)
-            query, doc, label = query[ordered], doc[ordered], label[ordered]
-            firsts, starts, ends = group_bounds(query)
-            rendered = RenderedResults(tgt_ids[doc], label, np.r_[starts, len(query)])
+            groups = query_groups(query)
+            ordered = release_order(groups, tgt_ids[doc], label)
+            doc, label = doc[ordered], label[ordered]
+            firsts = query[groups[:-1]]
+            rendered = RenderedResults(tgt_ids[doc], label, groups)
             first_position = src.block(block)[0]
             catalog = read_catalog(work, src.lang, ["page_id", "title"], first_position, int(firsts[-1]) + 1)
             page_ids, titles = catalog.column("page_id").to_numpy(), catalog.column("title").to_pylist()
-            for j, q in enumerate(firsts.tolist()):
-                split = int(split_of[q])
-                labels = label[starts[j] : ends[j]]
-                prefix = query_prefix(int(page_ids[q - first_position]), titles[q - first_position])
-                full_files[split].write(prefix + rendered.full(j) + b"}", labels)
-                chosen = base[split]
-                at = np.searchsorted(chosen, q)
-                if at < len(chosen) and chosen[at] == q:
-                    base_files[split].write(prefix + candidates(rendered, j, doc[starts[j] : ends[j]], tgt_ids, k, rngs[split]) + b"}", labels[:k])
+            prefixes = [query_prefix(int(page_ids[q - first_position]), titles[q - first_position]) for q in firsts.tolist()]
+            query_split = split_of[firsts]
+            full_ge1, full_ge4 = judged(label, groups)
+            in_base = np.zeros(len(firsts), dtype=bool)
+            for split, chosen in enumerate(base):
+                in_base |= (query_split == split) & np.isin(firsts, chosen)
+            picked = np.flatnonzero(in_base)
+            base_ge1, base_ge4 = judged(label, groups, k)
+            picks = [(j, doc[groups[j] : groups[j + 1]], rngs[query_split[j]]) for j in picked.tolist()]
+            base_lines = dict(zip(picked.tolist(), base_candidates(rendered, picks, tgt_ids, k)))
+            for split in range(len(layout.SPLITS)):
+                mine = np.flatnonzero(query_split == split)
+                full_files[split].write_many([prefixes[j] + rendered.full(j) + b"}" for j in mine.tolist()])
+                full_files[split].count(int(full_ge1[mine].sum()), int(full_ge4[mine].sum()))
+                chosen = mine[in_base[mine]]
+                base_files[split].write_many([prefixes[j] + base_lines[j] + b"}" for j in chosen.tolist()])
+                base_files[split].count(int(base_ge1[chosen].sum()), int(base_ge4[chosen].sum()))
     files = [f.record for pair in zip(full_files, base_files) for f in pair]
     return {"unit": f"bi139.{src.lang}.{tgt.lang}", "files": _described(out_root, files)}
 
@@ -208,9 +261,8 @@ def write_docs(work_root: str, out_root: str, lang: str) -> dict:
     work = WorkDirs(work_root)
     with gzip_lines(fileio.join(out_root, layout.docs_file("docs", lang))) as short, gzip_lines(fileio.join(out_root, layout.docs_file("docs-full", lang))) as full:
         for batch in iter_docs(work, lang, ["doc_id", "text", "text_full"]):
-            for doc_id, text, text_full in zip(*(batch.column(name).to_pylist() for name in ("doc_id", "text", "text_full"))):
-                short.write(docs_line(doc_id, text))
-                full.write(docs_line(doc_id, text_full))
+            short.write_text(docs_text(batch.column("doc_id"), batch.column("text")), batch.num_rows)
+            full.write_text(docs_text(batch.column("doc_id"), batch.column("text_full")), batch.num_rows)
     return {"unit": f"docs.{lang}", "files": _described(out_root, [short.record, full.record])}
 
 

@@ -319,3 +319,76 @@ def write_sample_dumps(out_dir: str | Path, docs_per_lang: int = 2000, langs: tu
     _write_gzip(out / "latest-all.json.gz", _wikidata_dump(world, broken))
     return world
 
+
+
+# --- one large language, for the scale benchmark -----------------------------------------------
+
+SCALE_DOCS_PER_TOPIC = 2_000  # topics grow with the language, so a title's terms stay about as rare
+_NAMES_PER_TOPIC = WORDS_PER_TOPIC + WORDS_PER_TOPIC**2 + WORDS_PER_TOPIC**3  # distinct 1-3 word names
+
+
+def _scale_entity(index: int, docs: int, partner: str, partner_docs: int) -> Entity:
+    """Entity ``index`` of a large world: its topic, a name no other entity of the topic has, and its languages."""
+    topics = max(N_TOPICS, -(-docs // SCALE_DOCS_PER_TOPIC))
+    topic, rank = index % topics, index // topics
+    code = (rank * 7919) % _NAMES_PER_TOPIC  # a distinct name per rank (7919 is prime to the count)
+    words = 1 if code < WORDS_PER_TOPIC else 2 if code < WORDS_PER_TOPIC + WORDS_PER_TOPIC**2 else 3
+    code -= sum(WORDS_PER_TOPIC**w for w in range(1, words))
+    names = [_concept(topic, (code // WORDS_PER_TOPIC**w) % WORDS_PER_TOPIC) for w in range(words)]
+    langs = ["en"] + ([partner] if (index * 2654435761) % docs < partner_docs else [])
+    entity = Entity(f"Q{1000 + index}", topic, names, langs)
+    for lang in langs:
+        entity.titles[lang] = _title(lang, names)
+        entity.doc_ids[lang] = str(10 + 3 * index if lang == "en" else 7 + 5 * index)
+    return entity
+
+
+def _write_scale_part(job: tuple[str, str, int, int, int, str, int, int]) -> int:
+    path, lang, first, last, docs, partner, partner_docs, seed = job
+    written = 0
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="", compresslevel=6) as out:
+        for index in range(first, last):
+            entity = _scale_entity(index, docs, partner, partner_docs)
+            if lang not in entity.langs:
+                continue
+            rng = random.Random(f"{seed}:{lang}:{index}")
+            out.write(orjson.dumps({"index": {"_id": entity.doc_ids[lang]}}) + b"\n")
+            out.write(orjson.dumps(_cirrus_document(rng, lang, entity, with_page_id=True)) + b"\n")
+            written += 1
+    return written
+
+
+def _write_scale_wikidata(job: tuple[str, int, str, int]) -> int:
+    path, docs, partner, partner_docs = job
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as out:
+        out.write(b"[\n")
+        for index in range(docs):
+            entity = _scale_entity(index, docs, partner, partner_docs)
+            sitelinks = {f"{lang}wiki": {"site": f"{lang}wiki", "title": entity.titles[lang], "badges": []} for lang in entity.langs}
+            line = _php_json({"type": "item", "id": entity.qid, "sitelinks": sitelinks, "lastrevid": 100 + index})
+            out.write(line.encode() + (b",\n" if index < docs - 1 else b"\n"))
+        out.write(b"]\n")
+    return docs
+
+
+def write_scale_dumps(out_dir: str | Path, docs: int, partner: str = "de", partner_docs: int = 20_000, parts: int = 8, seed: int = 13, processes: int = 2) -> dict[str, int]:
+    """A large English dump of ``docs`` articles (Hive layout, ``parts`` gzip parts) with a small ``partner`` language.
+
+    The same vocabulary and article text as the sample dumps, with as many topics as
+    it takes to keep ~2,000 articles a topic, so a title's terms stay about as rare
+    whatever the size (``SCALE_DOCS_PER_TOPIC``). Parts are written in parallel;
+    the dumps depend only on the arguments. Returns the articles per language.
+    """
+    import multiprocessing
+
+    out = Path(out_dir)
+    en_dir = out / "cirrus_search_index" / DATE / "index_name=enwiki_content"
+    en_dir.mkdir(parents=True, exist_ok=True)
+    per_part = -(-docs // parts)
+    jobs = [(str(en_dir / f"enwiki_content-{DATE}-{part:05d}.json.gz"), "en", part * per_part, min(docs, (part + 1) * per_part), docs, partner, partner_docs, seed) for part in range(parts)]
+    jobs.append((str(out / f"{partner}wiki-{DATE}-cirrussearch-content.json.gz"), partner, 0, docs, docs, partner, partner_docs, seed))
+    with multiprocessing.Pool(processes) as pool:
+        wikidata = pool.apply_async(_write_scale_wikidata, ((str(out / "latest-all.json.gz"), docs, partner, partner_docs),))
+        counts = pool.map(_write_scale_part, jobs)
+        wikidata.get()
+    return {"en": sum(counts[:-1]), partner: counts[-1]}

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import isal.igzip
 import numpy as np
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from clirmatrix.pipeline.fileio import atomic_create
 
@@ -50,20 +52,57 @@ class _Digest:
         pass
 
 
+# The compressor is fed the text in slices of exactly this many bytes. isal's output depends on
+# how its input is cut into calls, so the cut must depend on the text alone (not on lines, blocks
+# or workers) for the same text to give the same bytes; and a call per line cost ~10 us.
+COMPRESS_CHUNK = 1 << 20
+
+
 class GzipLines:
     """Append lines (bytes without the newline) to a gzip file; see :func:`gzip_lines`."""
 
     def __init__(self, stream: isal.igzip.GzipFile, record: WrittenFile) -> None:
         self._stream = stream
+        self._pending = bytearray()
         self.record = record
 
     def write(self, line: bytes, labels: np.ndarray | None = None) -> None:
         """Append a line; give a query's ``labels`` to have them counted for the statistics."""
-        self._stream.write(line + b"\n")
+        self._pending += line
+        self._pending += b"\n"
         self.record.lines += 1
         if labels is not None:
             self.record.docs_ge1 += int(np.count_nonzero(labels >= 1))
             self.record.docs_ge4 += int(np.count_nonzero(labels >= 4))
+        if len(self._pending) >= COMPRESS_CHUNK:
+            self._compress(final=False)
+
+    def write_many(self, lines: Sequence[bytes]) -> None:
+        """Append several lines at once (the same file as writing them one by one)."""
+        if lines:
+            self._pending += b"\n".join(lines)
+            self._pending += b"\n"
+            self.record.lines += len(lines)
+            if len(self._pending) >= COMPRESS_CHUNK:
+                self._compress(final=False)
+
+    def write_text(self, text: bytes | memoryview, lines: int) -> None:
+        """Append ready text holding ``lines`` whole lines, each ending in a newline."""
+        self._pending += text
+        self.record.lines += lines
+        if len(self._pending) >= COMPRESS_CHUNK:
+            self._compress(final=False)
+
+    def count(self, ge1: int, ge4: int) -> None:
+        """Add judged documents with label >= 1 and >= 4 to the statistics (PIPELINE.md section 10)."""
+        self.record.docs_ge1 += ge1
+        self.record.docs_ge4 += ge4
+
+    def _compress(self, final: bool) -> None:
+        whole = len(self._pending) if final else len(self._pending) - len(self._pending) % COMPRESS_CHUNK
+        for start in range(0, whole, COMPRESS_CHUNK):
+            self._stream.write(bytes(self._pending[start : min(whole, start + COMPRESS_CHUNK)]))
+        del self._pending[:whole]
 
 
 @contextlib.contextmanager
@@ -75,6 +114,7 @@ def gzip_lines(path: str) -> Iterator[GzipLines]:
         with isal.igzip.GzipFile(filename="", mode="wb", fileobj=digest, mtime=0, compresslevel=GZIP_LEVEL) as stream:
             lines = GzipLines(stream, record)
             yield lines
+            lines._compress(final=True)
     record.md5, record.size = digest.md5.hexdigest(), digest.size
 
 
@@ -153,3 +193,14 @@ _CONTROL = str.maketrans({"\t": " ", "\n": " ", "\r": " "})
 def docs_line(doc_id: str, text: str) -> bytes:
     """``doc_id<TAB>text`` with tabs and line breaks in the text turned into spaces."""
     return f"{doc_id}\t{text.translate(_CONTROL)}".encode()
+
+
+def docs_text(doc_ids: pa.Array, texts: pa.Array) -> memoryview:
+    """The lines ``docs_line`` gives for a whole batch, each ending in a newline, built in Arrow at once."""
+    cleaned = pc.replace_substring_regex(texts, "[\t\n\r]", " ")
+    lines = pc.binary_join_element_wise(doc_ids, cleaned, "\t")
+    # "line" + "\n" + "": every line with its newline, so the value buffer is the text itself.
+    with_newline = pc.binary_join_element_wise(lines, pa.scalar("", lines.type), "\n")
+    width = 8 if pa.types.is_large_string(with_newline.type) else 4
+    offsets = np.frombuffer(with_newline.buffers()[1], dtype=np.int64 if width == 8 else np.int32, count=len(with_newline) + 1, offset=with_newline.offset * width)
+    return memoryview(with_newline.buffers()[2])[int(offsets[0]) : int(offsets[-1])]

@@ -15,7 +15,7 @@ from clirmatrix.pipeline.labels import class_labels, query_labels
 from clirmatrix.pipeline.layout import SPLITS, parse_path, query_file
 from clirmatrix.pipeline.propagation import Labelled, propagate
 from clirmatrix.pipeline.splits import SplitSettings, assign, choose, query_key, seeded_rng
-from clirmatrix.pipeline.release import RenderedResults, candidates, query_prefix, release_order
+from clirmatrix.pipeline.release import RenderedResults, base_candidates, query_groups, query_prefix, release_order
 from clirmatrix.pipeline.writers import docs_line, gzip_lines, query_line
 
 # --- labels -----------------------------------------------------------------------------------
@@ -134,7 +134,8 @@ def _candidates(labelled: dict[int, int], n_docs: int, seed: int) -> list[list]:
     rows = sorted(labelled.items(), key=lambda item: (-item[1], page_ids[item[0]]))
     docs, labels = np.array([p for p, _ in rows], dtype=np.int64), np.array([label for _, label in rows], dtype=np.int8)
     rendered = RenderedResults(page_ids[docs], labels, np.array([0, len(docs)]))
-    return orjson.loads(candidates(rendered, 0, docs, page_ids, 100, seeded_rng(seed, "fill", "en.de.dev")))
+    (line,) = base_candidates(rendered, [(0, docs, seeded_rng(seed, "fill", "en.de.dev"))], page_ids, 100)
+    return orjson.loads(line)
 
 
 def test_base_candidates_are_exactly_k_with_seeded_label_zero_filler():
@@ -159,15 +160,16 @@ def test_compiled_rendering_equals_the_reference_line():
     rng = np.random.default_rng(4)
     n_rows = 3_000
     query = np.sort(rng.integers(0, 200, n_rows)).astype(np.int32)
-    page_ids = np.concatenate([[0, 9, 10, 999_999_999_999_999_999], rng.integers(1, 10**12, n_rows - 4)])
+    page_ids = np.concatenate([[0, 9, 10, 999_999_999_999_999_999], rng.choice(10**12, n_rows - 4, replace=False) + 11])
     label = rng.integers(0, 7, n_rows).astype(np.int8)
-    order = release_order(query, page_ids, label)
-    query, page_ids, label = query[order], page_ids[order], label[order]
-    firsts = np.unique(query)
-    starts = np.searchsorted(query, firsts)
-    rendered = RenderedResults(page_ids, label, np.r_[starts, n_rows])
+    groups = query_groups(query)
+    order = release_order(groups, page_ids, label)
+    page_ids, label = page_ids[order], label[order]
+    assert all(sorted(zip(-label[a:b], page_ids[a:b])) == list(zip(-label[a:b], page_ids[a:b])) for a, b in zip(groups[:-1], groups[1:]))
+    firsts = query[groups[:-1]]
+    rendered = RenderedResults(page_ids, label, groups)
     for j, q in enumerate(firsts.tolist()):
-        rows = slice(starts[j], starts[j + 1] if j + 1 < len(starts) else n_rows)
+        rows = slice(groups[j], groups[j + 1])
         expected = query_line(str(q), 'Cultural "imperialism" é', [(str(p), int(l)) for p, l in zip(page_ids[rows], label[rows])])
         assert query_prefix(q, 'Cultural "imperialism" é') + rendered.full(j) + b"}" == expected
     with pytest.raises(ValueError):

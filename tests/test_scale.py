@@ -178,6 +178,26 @@ def test_extract_docs_composite_counts_the_same_on_a_retry(sample, tmp_path):
     assert {report["lang"]: report for report in read_reports(str(out))}["en"] == first["en"]
 
 
+def test_extract_sitelinks_composite(sample, tmp_path):
+    """The Wikidata file through ExtractSitelinks twice (a retry): the same sitelinks as one run, one file per language."""
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from clirmatrix.beam_jobs.extract_sitelinks import ExtractSitelinks
+    from clirmatrix.pipeline.dumps import discover
+
+    dumps, world = sample
+    (wikidata,) = discover(str(dumps)).wikidata
+    out = tmp_path / "sitelinks"
+    with _test_pipeline() as pipeline:
+        names = pipeline | beam.Create([(0, wikidata), (0, wikidata)]) | ExtractSitelinks(str(out), ["en", "ja"])
+        assert_that(names, equal_to(["00000-latest-all"] * 2))
+    en = pq.read_table(out / "en" / "00000-latest-all.parquet").to_pylist()
+    expected = {(e.qid, e.titles["en"]) for e in world.entities if "en" in e.langs and (e.qid, "en") not in world.missing_sitelinks}
+    assert {(row["entity"], row["title"]) for row in en} == expected
+    assert sorted(p.name for p in out.iterdir()) == ["_reports", "en", "ja"]
+
+
 # --- runners and shipping ----------------------------------------------------------------------
 
 
