@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 
 import apache_beam as beam
@@ -58,9 +59,10 @@ def pipeline_options(beam_args: Sequence[str] = (), workers: int = 1) -> Pipelin
 def use_filesystem_options(beam_args: Sequence[str]) -> None:
     """Give Beam's FileSystems the flags that configure them (``--s3_endpoint_url``, credentials, ...).
 
-    A pipeline does this itself on the driver and in Beam's own worker processes;
-    the driver's own file work before the first pipeline, and runners that execute
-    DoFns in processes of their own (Dask), need it done here.
+    A pipeline does this itself on the driver. The driver's file work before the
+    first pipeline needs it done here, and so do the workers: the FnApiRunner's
+    worker processes start with no options at all, and Dask runs DoFns in processes
+    of its own.
     """
     FileSystems.set_options(PipelineOptions(list(beam_args)))
 
@@ -76,11 +78,7 @@ def default_workers(units: int) -> int:
 
 
 class StorageDoFn(beam.DoFn):
-    """A DoFn that reads and writes files: its worker's FileSystems get the job's storage flags first.
-
-    Beam's own worker processes get them from the pipeline options, but not every
-    runner runs DoFns in those (Dask runs them in its own worker processes).
-    """
+    """A DoFn that reads and writes files: its worker's FileSystems get the job's storage flags first."""
 
     def __init__(self, beam_args: Sequence[str] = ()) -> None:
         super().__init__()
@@ -107,7 +105,11 @@ class RunUnits(StorageDoFn):
         if not isinstance(element, Unit) or element.step != self.step:
             yield element
             return
+        started, cpu = time.perf_counter(), time.process_time()
         report = self.run(*element.args)
+        # What the unit cost, for the benchmarks' models (the process runs one unit at a time).
+        report["unit_seconds"] = round(time.perf_counter() - started, 3)
+        report["unit_cpu_seconds"] = round(time.process_time() - cpu, 3)
         write_report(self.report_dir, element.name, report)
         yield element.name
 

@@ -67,6 +67,8 @@ def run_retrieve(work_root: str, langs: Sequence[str], settings: RetrievalSettin
     common.start_stage(out_dir)
     units = retrieval.plan_units(plans, settings)
     common.run_stage("RetrieveLanguages", units, RetrieveLanguages(work_root, settings, beam_args), beam_args, workers)
+    for scratch in ("_index", "_shards"):  # the shards' indexes and hits: merged by now
+        fileio.remove_tree(fileio.join(out_dir, scratch))
     languages = retrieval.summarise(plans, read_named_reports(out_dir), settings)
     totals = stages.sum_reports(languages.values(), ("docs", "queries", "queries_without_hits", "hits"))
     summary = {"stage": "retrieval", "settings": settings.fingerprint_parts(), "languages": languages, "totals": totals}

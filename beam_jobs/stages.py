@@ -14,7 +14,6 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from clirmatrix.beam_jobs import common
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.config import comma_list
 
@@ -60,24 +59,9 @@ class StageLog:
         return fileio.read_json(path).get("seconds") if fileio.exists(path) else None
 
 
-def reports_by(stage_dir: str, key: str) -> dict[str, dict]:
-    """The stage's per-unit reports keyed by ``key``, sorted."""
-    return dict(sorted(((report[key], report) for report in common.read_reports(stage_dir)), key=lambda item: item[0]))
-
-
 def sum_reports(reports: Iterable[dict], keys: Sequence[str]) -> dict[str, int]:
     reports = list(reports)
     return {key: sum(report.get(key, 0) for report in reports) for key in keys}
-
-
-def finish_languages(out_dir: str, stage: str, totals: Sequence[str] = (), **extra: object) -> dict:
-    """Summarise a per-language stage from its reports (with sums of ``totals``) and mark it finished."""
-    reports = reports_by(out_dir, "lang")
-    summary = {"stage": stage, **extra, "languages": reports}
-    if totals:
-        summary["totals"] = sum_reports(reports.values(), totals)
-    common.finish_stage(out_dir, summary)
-    return summary
 
 
 def job_parser(doc: str, work_help: str, with_langs: bool = False) -> argparse.ArgumentParser:

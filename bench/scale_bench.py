@@ -66,16 +66,22 @@ def cpu_seconds(pid: int) -> float:
 
 
 class StageWatch(logging.Handler):
-    """Follows the build's stage log lines and measures each stage on the driver and on every worker process."""
+    """Follows the build's stage log lines and measures each stage on the driver and on every worker process.
 
-    def __init__(self, pids: list[int]) -> None:
+    Workers are restarted when a stage starts, so what a stage's peak counts is that
+    stage's own memory, not what a worker kept from the stage before.
+    """
+
+    def __init__(self, cluster: "DaskCluster") -> None:
         super().__init__(level=logging.INFO)
-        self.pids = pids  # the driver first, then the workers
+        self.cluster = cluster
+        self.pids: list[int] = []  # the driver first, then the workers
         self.stages: dict[str, dict] = {}
         self._started: dict[int, float] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.msg == "%s: running":
+            self.pids = [os.getpid(), *self.cluster.restart_workers()]
             for pid in self.pids:
                 reset_peak(pid)
                 self._started[pid] = cpu_seconds(pid)
@@ -93,6 +99,7 @@ class DaskCluster:
     """A scheduler and ``workers`` single-threaded worker processes on 127.0.0.1, each in its own folder."""
 
     def __init__(self, root: Path, workers: int, memory_limit: str) -> None:
+        root = root.resolve()  # each process runs in a folder of its own
         self.root = root
         self.processes: list[subprocess.Popen] = []
         bin_dir = Path(sys.executable).parent
@@ -102,6 +109,8 @@ class DaskCluster:
         (root / "scheduler").mkdir(parents=True, exist_ok=True)
         self._start([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)], root / "scheduler", env)
         while not (scheduler_file.exists() and scheduler_file.stat().st_size):
+            if self.processes[0].poll() is not None:
+                sys.exit(f"the dask scheduler did not start; see {root / 'scheduler' / 'log.txt'}")
             time.sleep(0.1)
         for n in range(workers):
             folder = root / f"worker{n}"
@@ -110,10 +119,19 @@ class DaskCluster:
             self._start(command + ["--memory-limit", memory_limit, "--no-dashboard", "--local-directory", str(folder)], folder, env)
         from distributed import Client
 
+        self.workers = workers
         self.address = json.loads(scheduler_file.read_text())["address"]
         with Client(self.address, timeout=60) as client:
             client.wait_for_workers(workers, timeout=120)
-            self.worker_pids = sorted(client.run(os.getpid).values())
+
+    def restart_workers(self) -> list[int]:
+        """Fresh worker processes (their nannies restart them); their process ids."""
+        from distributed import Client
+
+        with Client(self.address, timeout=60) as client:
+            client.restart(wait_for_workers=True, timeout=120)
+            client.wait_for_workers(self.workers, timeout=120)
+            return sorted(client.run(os.getpid).values())
 
     def _start(self, command: list[str], cwd: Path, env: dict) -> None:
         log = open(cwd / "log.txt", "w")
@@ -131,7 +149,7 @@ def run_size(docs: int, args: argparse.Namespace) -> dict:
     from clirmatrix.pipeline.config import BuildConfig
     from clirmatrix.pipeline.sample import write_scale_dumps
 
-    root = Path(args.out) / f"{docs}"
+    root = Path(args.out).resolve() / f"{docs}"
     dumps, out = root / "dumps", root / "out"
     if not (args.reuse and (dumps / "latest-all.json.gz").exists()):
         shutil.rmtree(dumps, ignore_errors=True)
@@ -140,7 +158,7 @@ def run_size(docs: int, args: argparse.Namespace) -> dict:
         print(f"generated {counts} in {time.perf_counter() - started:.0f} s", flush=True)
     shutil.rmtree(out, ignore_errors=True)
     cluster = DaskCluster(root / "cluster", args.workers, args.memory_limit)
-    watch = StageWatch([os.getpid(), *cluster.worker_pids])
+    watch = StageWatch(cluster)
     logging.getLogger("clirmatrix").addHandler(watch)
     logging.getLogger("clirmatrix").setLevel(logging.INFO)
     try:
@@ -151,64 +169,103 @@ def run_size(docs: int, args: argparse.Namespace) -> dict:
     finally:
         logging.getLogger("clirmatrix").removeHandler(watch)
         cluster.stop()
-    sets = result.summaries["write"]["sets"]
-    files = result.summaries["write"]["files"]
-    pairs = sum(f["docs_ge1"] for f in files if "BI-139/full" in f["path"]) + 100 * sum(f["lines"] for f in files if "BI-139/base" in f["path"] or f["path"].startswith("MULTI-8"))
-    retrieval = result.summaries["retrieve"]["languages"]["en"]
-    labels = sum(sum(entry["labels"].values()) for entry in result.summaries["label"]["languages"].values())
-    stages = {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGES}
     return {
         "docs": docs,
         "seconds": round(total, 1),
-        "stages": stages,
-        "queries": sum(entry["queries"] for entry in result.summaries["retrieve"]["languages"].values()),
-        "en_shards": retrieval["shards"],
-        "en_blocks": retrieval["blocks"],
-        "labels": labels,
-        "written_pairs": pairs,
-        "released_mb": round(sum(entry["bytes"] for entry in sets.values()) / 1e6, 1),
+        "stages": {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGES},
+        "units": unit_costs(result),
+        "released_mb": round(sum(entry["bytes"] for entry in result.summaries["write"]["sets"].values()) / 1e6, 1),
     }
 
 
-def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
-    """Least-squares line through (x, y): (intercept, slope)."""
-    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
-    var = sum((x - mean_x) ** 2 for x in xs)
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / var if var else 0.0
-    return mean_y - slope * mean_x, slope
+def unit_costs(result) -> dict:
+    """CPU seconds of each kind of unit (from the units' own reports) and the amounts they worked on."""
+    from clirmatrix.pipeline.corpus import WorkDirs
+    from clirmatrix.pipeline.reports import read_named_reports
+
+    work = WorkDirs(result.work)
+    languages = result.summaries["retrieve"]["languages"]
+    retrieval = read_named_reports(work.stage("retrieval"))
+    searched = [r for name, r in retrieval.items() if name.startswith("search.")]
+    multi = {lang for lang, entry in languages.items() if entry["shards"] > 1}
+    labels = read_named_reports(work.stage("labels"))
+    propagated = read_named_reports(work.stage("propagated"))
+    release = read_named_reports(work.stage("release"))
+    written = [r for name, r in release.items() if name.startswith("bi139.")]
+    pairs = sum(f["docs_ge1"] if "/full/" in f["path"] else 100 * f["lines"] for r in written for f in r["files"])
+    return {
+        "docs": sum(entry["docs"] for entry in languages.values()),
+        # An index is built once per document: by the count step, or by the search step of a one-shard language.
+        "index_cpu": sum(r["unit_cpu_seconds"] for name, r in retrieval.items() if name.startswith("count."))
+        + sum(r["index_seconds"] for r in searched if r["lang"] not in multi),
+        "search_cpu": sum(r["search_seconds"] for r in searched),
+        "query_shards": sum(entry["queries"] * entry["shards"] for entry in languages.values()),
+        "merge_cpu": sum(r["unit_cpu_seconds"] for name, r in retrieval.items() if name.startswith("merge.")),
+        "merged_query_shards": sum(entry["queries"] * entry["shards"] for lang, entry in languages.items() if lang in multi),
+        "label_cpu": sum(r["unit_cpu_seconds"] for r in labels.values()),
+        "label_rows": sum(sum(r["labels"].values()) for r in labels.values()),
+        "links_cpu": sum(r["unit_cpu_seconds"] for name, r in propagated.items() if name.startswith("links.")),
+        "carry_cpu": sum(r["unit_cpu_seconds"] for name, r in propagated.items() if name.startswith("carry.")),
+        "targets": len(languages) - 1,
+        "direction_cpu": sum(r["unit_cpu_seconds"] for r in written),
+        "written_pairs": pairs,
+        "docs_cpu": sum(r["unit_cpu_seconds"] for name, r in release.items() if name.startswith("docs.")),
+        "splits_cpu": sum(r["unit_cpu_seconds"] for name, r in release.items() if name.startswith("splits.")),
+    }
 
 
-def project(runs: list[dict]) -> dict:
-    """Largest unit's memory for English and core-hours per stage for the full release, from the measured sizes."""
-    sizes = [run["docs"] for run in runs]
-    largest = max(runs, key=lambda run: run["docs"])
-    memory, hours = {}, {}
+# The release's languages by size: FORMATS.md lists four; the other 135 hold the rest of the 49.28 M.
+KNOWN_LANGUAGES = {"en": EN_DOCS, "zh": 1_089_043, "simple": 153_408, "af": 87_705}
+OTHER_DOCS = RELEASE_QUERIES - sum(KNOWN_LANGUAGES.values())
+
+
+def query_shards(shard_docs: int, other_shards: int) -> int:
+    """Queries times shards over the release, the other languages at ``other_shards`` shards each."""
+    return sum(n * max(1, -(-n // shard_docs)) for n in KNOWN_LANGUAGES.values()) + OTHER_DOCS * other_shards
+
+
+def project(runs: list[dict], shard_docs: int) -> dict:
+    """English's largest unit and the full release's core-hours per stage, from the measured sizes and units."""
+    runs = sorted(runs, key=lambda run: run["docs"])
+    big, bigger = runs[-2:] if len(runs) > 1 else runs * 2
+    memory = {}
     for stage in STAGES:
-        peaks = [run["stages"][stage].get("worker_peak_mb", float("nan")) for run in runs]
-        intercept, slope = _fit(sizes, peaks)
-        memory[stage] = {"measured_mb": peaks, "mb_per_million_docs": round(slope * 1e6, 1), "english_mb": round(intercept + slope * EN_DOCS, 0)}
-        cpu = largest["stages"][stage].get("cpu_seconds", 0.0)
-        if stage == "propagate":  # each label row is carried into every other language: 138 in the release, 1 here
-            per = cpu / max(largest["labels"], 1)
-            total = per * largest["labels"] / largest["queries"] * RELEASE_QUERIES * OTHER_LANGUAGES
-            basis = f"{per * 1e9:.0f} ns per label row and target language, x {largest['labels'] / largest['queries']:.0f} labels a query x 49.28 M queries x 138"
-        elif stage == "write":  # per released (query, document) pair: full's 34.06 B plus base's 100 per query
-            per = cpu / max(largest["written_pairs"], 1)
-            release_pairs = RELEASE_FULL_PAIRS + RELEASE_DIRECTIONS * 13_000 * 100
-            total = per * release_pairs
-            basis = f"{per * 1e9:.0f} ns per written pair x {release_pairs / 1e9:.1f} B pairs (full + base at 13,000 queries a direction)"
-        elif stage == "retrieve":  # per query, at English's size (the bench's cost grows with the language)
-            per_query = [run["stages"]["retrieve"]["cpu_seconds"] / run["queries"] for run in runs]
-            intercept, slope = _fit(sizes, per_query)
-            at_en = intercept + slope * EN_DOCS
-            total = at_en * RELEASE_QUERIES
-            basis = f"{at_en * 1e6:.0f} us a query at English's size (fitted: {per_query[0] * 1e6:.0f}-{per_query[-1] * 1e6:.0f} us measured), every query at that cost (an upper bound)"
-        else:  # per document (sitelinks: per Wikidata entity line, one per document here)
-            per = cpu / largest["queries"]
-            total = per * RELEASE_QUERIES
-            basis = f"{per * 1e6:.1f} us a document x 49.28 M" + (" (per Wikidata line; the real dump has ~10^8 lines)" if stage == "extract_sitelinks" else "")
-        hours[stage] = {"core_hours": round(total / 3600, 1), "basis": basis}
-    return {"memory": memory, "core_hours": hours}
+        low, high = big["stages"][stage]["worker_peak_mb"], bigger["stages"][stage]["worker_peak_mb"]
+        slope = (high - low) / (bigger["docs"] - big["docs"]) if bigger["docs"] != big["docs"] else 0.0
+        memory[stage] = {
+            "measured_mb": [run["stages"][stage]["worker_peak_mb"] for run in runs],
+            "growth_percent": round(100 * (high - low) / low, 1),
+            "english_mb": round(high + slope * (EN_DOCS - bigger["docs"])),
+        }
+    u = bigger["units"]
+    labels_per_query = u["label_rows"] / u["docs"]
+    # Per-shard search cost depends on how long the title terms' postings are: the generator's, not Wikipedia's.
+    search_low, search_high = (u["search_cpu"] / u["query_shards"] * query_shards(shard_docs, shards) for shards in (1, 5))
+    merge_low, merge_high = (u["merge_cpu"] / max(u["merged_query_shards"], 1) * query_shards(shard_docs, shards) for shards in (1, 5))
+    release_pairs = RELEASE_FULL_PAIRS + RELEASE_DIRECTIONS * 13_000 * 100
+    hours = {
+        "retrieve: index": (u["index_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
+        "retrieve: search": (search_low, search_high),
+        "retrieve: merge": (merge_low, merge_high),
+        "label": (u["label_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
+        "propagate: pair languages": (u["links_cpu"] / (2 * u["docs"]) * 2 * OTHER_LANGUAGES * RELEASE_QUERIES,) * 2,
+        "propagate: carry labels": (u["carry_cpu"] / (u["label_rows"] * u["targets"]) * labels_per_query * RELEASE_QUERIES * OTHER_LANGUAGES,) * 2,
+        "write: BI-139": (u["direction_cpu"] / u["written_pairs"] * release_pairs,) * 2,
+        "write: DOCS": (u["docs_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
+        "write: splits": (u["splits_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
+    }
+    for stage in ("extract_docs", "extract_sitelinks", "link"):  # per document (sitelinks: per Wikidata line, one per document here)
+        hours[stage] = (bigger["stages"][stage]["cpu_seconds"] / u["docs"] * RELEASE_QUERIES,) * 2
+    rates = {
+        "index": f"{u['index_cpu'] / u['docs'] * 1e6:.0f} us a document",
+        "search": f"{u['search_cpu'] / u['query_shards'] * 1e6:.0f} us a query and shard",
+        "merge": f"{u['merge_cpu'] / max(u['merged_query_shards'], 1) * 1e6:.1f} us a query and shard",
+        "label": f"{u['label_cpu'] / u['docs'] * 1e6:.0f} us a query",
+        "carry": f"{u['carry_cpu'] / (u['label_rows'] * u['targets']) * 1e9:.0f} ns a label row and target language ({labels_per_query:.0f} labels a query)",
+        "BI-139": f"{u['direction_cpu'] / u['written_pairs'] * 1e9:.0f} ns a written pair ({release_pairs / 1e9:.1f} B pairs in the release: full, and base at 13,000 queries a direction)",
+        "DOCS": f"{u['docs_cpu'] / u['docs'] * 1e6:.0f} us a document",
+    }
+    return {"memory": memory, "core_hours": {k: [round(v / 3600, 1) for v in pair] for k, pair in hours.items()}, "rates": rates}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -232,21 +289,24 @@ def main(argv: list[str] | None = None) -> None:
         print(f"\n== {size:,} English articles ==", flush=True)
         runs.append(run_size(size, args))
         print(json.dumps(runs[-1], indent=1), flush=True)
-    projection = project(runs)
+    projection = project(runs, args.shard_docs)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "results.json").write_text(json.dumps({"runs": runs, "projection": projection, "settings": vars(args)}, indent=1))
 
     print(f"\n{args.workers} dask workers ({args.memory_limit} each), shard_docs {args.shard_docs:,}, block_size {args.block_size:,}")
-    header = "| stage | " + " | ".join(f"{run['docs'] // 1000:,}k: s / worker MB / driver MB" for run in runs) + " | English MB (projected) |"
-    print(header + "\n|---|" + "---:|" * (len(runs) + 1))
+    header = "| stage | " + " | ".join(f"{run['docs'] // 1000:,}k: s / worker MB" for run in runs) + " | growth, last two | English MB (projected) |"
+    print(header + "\n|---|" + "---:|" * (len(runs) + 2))
     for stage in STAGES:
-        cells = [f"{run['stages'][stage]['seconds']:.0f} / {run['stages'][stage].get('worker_peak_mb', 0):,.0f} / {run['stages'][stage].get('driver_peak_mb', 0):,.0f}" for run in runs]
-        print(f"| {stage} | " + " | ".join(cells) + f" | {projection['memory'][stage]['english_mb']:,.0f} |")
-    print("\n| stage | core-hours, full release | basis |\n|---|---:|---|")
-    for stage in STAGES:
-        entry = projection["core_hours"][stage]
-        print(f"| {stage} | {entry['core_hours']:,.1f} | {entry['basis']} |")
-    print(f"| **total** | **{sum(e['core_hours'] for e in projection['core_hours'].values()):,.1f}** | |")
+        cells = [f"{run['stages'][stage]['seconds']:.0f} / {run['stages'][stage]['worker_peak_mb']:,.0f}" for run in runs]
+        entry = projection["memory"][stage]
+        print(f"| {stage} | " + " | ".join(cells) + f" | {entry['growth_percent']:+.1f}% | {entry['english_mb']:,} |")
+    print("driver peak MB: " + ", ".join(f"{max(s['driver_peak_mb'] for s in run['stages'].values()):,.0f}" for run in runs))
+    print("\n| part | core-hours, full release (other languages at 1 to 5 shards) |\n|---|---:|")
+    for part, (low, high) in projection["core_hours"].items():
+        print(f"| {part} | {low:,.1f}" + (f" - {high:,.1f}" if high != low else "") + " |")
+    lows, highs = zip(*projection["core_hours"].values())
+    print(f"| **total** | **{sum(lows):,.0f} - {sum(highs):,.0f}** |")
+    print("\nrates at the largest size: " + "; ".join(f"{k} {v}" for k, v in projection["rates"].items()))
 
 
 if __name__ == "__main__":

@@ -46,6 +46,9 @@ class WorkDirs:
     def term_counts_file(self, lang: str, partition: int) -> str:
         return fileio.join(self.stage("retrieval"), "_dfs", lang, f"{partition:05d}.parquet")
 
+    def shard_index_dir(self, lang: str, shard: int) -> str:
+        return fileio.join(self.stage("retrieval"), "_index", lang, f"{shard:05d}")
+
     def shard_hits_file(self, lang: str, block: int, shard: int) -> str:
         return fileio.join(self.stage("retrieval"), "_shards", lang, f"{block:05d}-{shard:05d}.parquet")
 

@@ -8,14 +8,16 @@ disagree is counted. Every entity has at most one document per language and
 every document at most one entity, so propagation stays one-to-one.
 
 The result is an entity number per document position. ``write_links`` streams the
-language twice (titles to match, then ids and titles to write ``catalog`` and
-``entity_docs``); what it holds in between is the titles' match keys as Arrow
-strings and a few numbers a document, never Python objects per document.
+language twice: titles into match-key partitions (matched one partition at a
+time), then ids and titles to write ``catalog`` and ``entity_docs``. Across the
+language it holds only numbers, about 40 bytes a document.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+import contextlib
+import zlib
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -25,10 +27,16 @@ import pyarrow.compute as pc
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.corpus import NO_ENTITY, WorkDirs, iter_docs
 from clirmatrix.pipeline.languages import normalize_title
-from clirmatrix.pipeline.parquet_io import ParquetSink, iter_row_range
+from clirmatrix.pipeline.parquet_io import ParquetSink, iter_row_range, read_table, row_counts
 from clirmatrix.schemas import CATALOG, ENTITY_DOCS, LINK_SOURCES
 
 _WIKIDATA, _DUMP = 1, 2  # link source codes by position (0: unlinked); names in LINK_SOURCES
+PARTITION_ROWS = 500_000  # pages and sitelinks per partition: what a unit holds as strings at once
+# The partition files: a title's match key with the row it came from.
+_PAGE_KEYS = pa.schema([pa.field("key", pa.string(), nullable=False), pa.field("row", pa.int64(), nullable=False), pa.field("dump_entity", pa.int64())])
+_LINK_KEYS = pa.schema(
+    [pa.field("key", pa.string(), nullable=False), pa.field("entity_number", pa.int64(), nullable=False), pa.field("link_row", pa.int64(), nullable=False)]
+)
 
 
 @dataclass
@@ -55,8 +63,8 @@ def entity_numbers(entities: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pc.cast(pc.utf8_slice_codeunits(entities, 1), pa.int64())
 
 
-def _title_keys(titles: pa.Array, lang: str) -> pa.Array:
-    return pa.array([normalize_title(title, lang) for title in titles.to_pylist()], pa.string())
+def _title_keys(titles: pa.Array, lang: str) -> list[str]:
+    return [normalize_title(title, lang) for title in titles.to_pylist()]
 
 
 def _first_per_key(table: pa.Table, key: str, order: list[str]) -> pa.Table:
@@ -70,27 +78,48 @@ def _first_per_key(table: pa.Table, key: str, order: list[str]) -> pa.Table:
     return ordered.filter(pa.concat_arrays([pa.array([True]), starts_group]))
 
 
-def _pages(lang: str, docs: Iterable[pa.RecordBatch]) -> pa.Table:
-    """key, dump entity number and position of every document (batches of ``title``, ``entity``)."""
-    keys, dump = [], []
-    for batch in docs:
-        keys.append(_title_keys(batch.column("title"), lang))
-        dump.append(entity_numbers(batch.column("entity")))
-    key = pa.chunked_array(keys, pa.string())
-    return pa.table({"key": key, "dump_entity": pa.chunked_array(dump, pa.int64()), "row": pa.array(np.arange(len(key), dtype=np.int64))})
+def _first_rows(keys: np.ndarray, order_by: np.ndarray) -> np.ndarray:
+    """Indexes of the first row of each key by ``order_by`` (numbers; ties keep row order)."""
+    if len(keys) == 0:
+        return np.zeros(0, np.int64)
+    order = np.lexsort((order_by, keys))
+    ordered = keys[order]
+    return order[np.r_[True, ordered[1:] != ordered[:-1]]]
 
 
-def _sitelinks(lang: str, sitelinks: Iterable[pa.RecordBatch]) -> pa.Table:
-    keys, numbers = [], []
-    for batch in sitelinks:
-        keys.append(_title_keys(batch.column("title"), lang))
-        numbers.append(entity_numbers(batch.column("entity")))
-    key = pa.chunked_array(keys, pa.string())
-    return pa.table({"key": key, "entity_number": pa.chunked_array(numbers, pa.int64()), "link_row": pa.array(np.arange(len(key), dtype=np.int64))})
+class _Spill:
+    """Rows split by a hash of their title key into partition files, so each partition is matched on its own."""
+
+    def __init__(self, folder: str, side: str, schema: pa.Schema, partitions: int) -> None:
+        self.paths = [fileio.join(folder, f"{side}-{part:05d}.parquet") for part in range(partitions)]
+        self.schema = schema
+        self._stack = contextlib.ExitStack()
+        self.sinks: list[ParquetSink] = []
+
+    def __enter__(self) -> "_Spill":
+        self.sinks = [self._stack.enter_context(ParquetSink(path, self.schema)) for path in self.paths]
+        return self
+
+    def add(self, keys: list[str], columns: list[pa.Array]) -> None:
+        part = np.fromiter((zlib.crc32(key.encode()) for key in keys), dtype=np.int64, count=len(keys)) % len(self.paths)
+        table = pa.table([pa.array(keys, pa.string()), *columns], schema=self.schema)
+        for number, sink in enumerate(self.sinks):
+            sink.add_rows(table.filter(pa.array(part == number)))
+
+    def __exit__(self, *exc) -> bool:
+        return self._stack.__exit__(*exc)
+
+    def read(self, part: int) -> pa.Table:
+        return read_table([self.paths[part]], self.schema)
 
 
-def link_language(lang: str, docs: Iterable[pa.RecordBatch], sitelinks: Iterable[pa.RecordBatch]) -> tuple[np.ndarray, np.ndarray, LinkStats]:
+def link_language(lang: str, docs: Iterable[pa.RecordBatch], sitelinks: Iterable[pa.RecordBatch], spill_dir: str, partitions: int = 1) -> tuple[np.ndarray, np.ndarray, LinkStats]:
     """Match one language's documents to entities.
+
+    Titles are matched exactly, one hash partition of their keys at a time (pages and
+    sitelinks with the same key are in the same partition), so a unit holds one
+    partition's strings and, for the whole language, only numbers (about 40 bytes a
+    document). The partitions are written to ``spill_dir`` first.
 
     Args:
         docs: batches with ``title`` and ``entity`` (the dump's wikibase_item, nullable), in position order.
@@ -99,23 +128,48 @@ def link_language(lang: str, docs: Iterable[pa.RecordBatch], sitelinks: Iterable
         The entity number of each position (``NO_ENTITY`` when unlinked), the link
         source of each position (0 none, 1 Wikidata, 2 the dump), and the counts.
     """
-    pages = _pages(lang, docs)
-    links = _sitelinks(lang, sitelinks)
-    n = pages.num_rows
-    stats = LinkStats(lang, docs=n, sitelinks=links.num_rows)
-    unique_pages = _first_per_key(pages, "key", ["row"])
-    stats.duplicate_titles = n - unique_pages.num_rows
-    # Wikidata allows one page per entity and site and one entity per page; should a
-    # dump break that, the smallest entity number and the first title win.
-    links = _first_per_key(_first_per_key(links, "key", ["entity_number", "link_row"]), "entity_number", ["link_row"])
+    with _Spill(spill_dir, "pages", _PAGE_KEYS, partitions) as pages, _Spill(spill_dir, "links", _LINK_KEYS, partitions) as links:
+        n = 0
+        for batch in docs:
+            pages.add(_title_keys(batch.column("title"), lang), [pa.array(np.arange(n, n + batch.num_rows, dtype=np.int64)), entity_numbers(batch.column("entity"))])
+            n += batch.num_rows
+        n_links = 0
+        for batch in sitelinks:
+            rows = pa.array(np.arange(n_links, n_links + batch.num_rows, dtype=np.int64))
+            links.add(_title_keys(batch.column("title"), lang), [entity_numbers(batch.column("entity")), rows])
+            n_links += batch.num_rows
+    stats = LinkStats(lang, docs=n, sitelinks=n_links)
 
-    matched = unique_pages.join(links, keys="key", join_type="inner", use_threads=False)
-    matched_row = matched.column("row").to_numpy()
-    matched_entity = matched.column("entity_number").to_numpy()
+    # Wikidata allows one page per entity and site and one entity per page; should a dump break
+    # that, the smallest entity number and the first title win: first per title (within a
+    # partition), then first per entity (across partitions, in numbers).
+    kept_entity, kept_row = [], []
+    for part in range(partitions):
+        found = _first_per_key(links.read(part), "key", ["entity_number", "link_row"])
+        kept_entity.append(found.column("entity_number").to_numpy())
+        kept_row.append(found.column("link_row").to_numpy())
+    link_entities, link_rows = np.concatenate(kept_entity or [np.zeros(0, np.int64)]), np.concatenate(kept_row or [np.zeros(0, np.int64)])
+    surviving = np.sort(link_rows[_first_rows(link_entities, link_rows)])
+
+    matched_rows, matched_entities, dump_rows, dump_entities = [], [], [], []
+    for part in range(partitions):
+        part_pages = pages.read(part)
+        unique_pages = _first_per_key(part_pages, "key", ["row"])
+        stats.duplicate_titles += part_pages.num_rows - unique_pages.num_rows
+        del part_pages
+        part_links = _first_per_key(links.read(part), "key", ["entity_number", "link_row"])
+        part_links = part_links.filter(pa.array(np.isin(part_links.column("link_row").to_numpy(), surviving)))
+        matched = unique_pages.join(part_links, keys="key", join_type="inner", use_threads=False)
+        matched_rows.append(matched.column("row").to_numpy())
+        matched_entities.append(matched.column("entity_number").to_numpy())
+        stats.disagreements += int(pc.sum(pc.not_equal(matched.column("dump_entity"), matched.column("entity_number")).fill_null(False)).as_py() or 0)
+        named = unique_pages.filter(pc.is_valid(unique_pages.column("dump_entity")))
+        dump_rows.append(named.column("row").to_numpy())
+        dump_entities.append(named.column("dump_entity").to_numpy())
+    empty = np.zeros(0, np.int64)
+    matched_row, matched_entity = np.concatenate(matched_rows or [empty]), np.concatenate(matched_entities or [empty])
     stats.linked_wikidata = len(matched_row)
     stats.sitelinks_without_doc = stats.sitelinks - len(matched_row)
-    dump_of_matched = matched.column("dump_entity")
-    stats.disagreements = int(pc.sum(pc.not_equal(dump_of_matched, matched.column("entity_number")).fill_null(False)).as_py() or 0)
 
     entity = np.full(n, NO_ENTITY, dtype=np.int64)
     source = np.zeros(n, dtype=np.int8)
@@ -124,18 +178,12 @@ def link_language(lang: str, docs: Iterable[pa.RecordBatch], sitelinks: Iterable
 
     # Fallback: pages Wikidata did not link, with an entity of their own that has no page here
     # yet; among pages naming the same entity the first in dump order wins.
-    candidates = unique_pages.filter(pc.is_valid(unique_pages.column("dump_entity")))
-    rows = candidates.column("row").to_numpy()
-    named = candidates.column("dump_entity").to_numpy()
-    by_row = np.argsort(rows, kind="stable")
-    rows, named = rows[by_row], named[by_row]
+    rows, named = np.concatenate(dump_rows or [empty]), np.concatenate(dump_entities or [empty])
     free = source[rows] == 0
     rows, named = rows[free], named[free]
     usable = ~np.isin(named, matched_entity)
-    _, first = np.unique(named[usable], return_index=True)
-    chosen = np.zeros(int(usable.sum()), dtype=bool)
-    chosen[first] = True
-    fallback_rows, fallback_entities = rows[usable][chosen], named[usable][chosen]
+    first = _first_rows(named[usable], rows[usable])
+    fallback_rows, fallback_entities = rows[usable][first], named[usable][first]
     stats.dump_links_conflicting = len(rows) - len(fallback_rows)
     entity[fallback_rows] = fallback_entities
     source[fallback_rows] = _DUMP
@@ -147,8 +195,12 @@ def link_language(lang: str, docs: Iterable[pa.RecordBatch], sitelinks: Iterable
 def write_links(work_root: str, lang: str) -> dict:
     """One language's unit: link it, then write ``catalog/{lang}.parquet`` and ``entity_docs/{lang}.parquet``."""
     work = WorkDirs(work_root)
-    sitelinks = iter_row_range(fileio.list_files(fileio.join(work.stage("sitelinks"), lang, "*.parquet")), ["entity", "title"])
-    entity, source, stats = link_language(lang, iter_docs(work, lang, ["title", "entity"]), sitelinks)
+    sitelink_files = fileio.list_files(fileio.join(work.stage("sitelinks"), lang, "*.parquet"))
+    partitions = max(1, -(-(sum(row_counts(work.docs_files(lang))) + sum(row_counts(sitelink_files))) // PARTITION_ROWS))
+    spill_dir = fileio.join(work.stage("entity_docs"), "_keys", lang)
+    docs = iter_docs(work, lang, ["title", "entity"])
+    entity, source, stats = link_language(lang, docs, iter_row_range(sitelink_files, ["entity", "title"]), spill_dir, partitions)
+    fileio.remove_tree(spill_dir)
     position = 0
     with ParquetSink(work.catalog_file(lang), CATALOG) as catalog, ParquetSink(work.entity_docs_file(lang), ENTITY_DOCS) as entity_docs:
         for batch in iter_docs(work, lang, ["doc_id", "title"]):

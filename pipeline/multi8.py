@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from clirmatrix.pipeline import fileio, layout
 from clirmatrix.pipeline.corpus import NO_ENTITY, WorkDirs, catalog_numbers, iter_catalog
 from clirmatrix.pipeline.parquet_io import read_table, write_table
-from clirmatrix.pipeline.release import ReleaseSettings, RenderedResults, _described, base_candidates, judged, query_groups, query_prefix, release_order
+from clirmatrix.pipeline.release import ReleaseSettings, RenderedResults, describe_files, base_candidates, judged, query_groups, query_prefix, release_order
 from clirmatrix.pipeline.splits import assign, choose, query_key, seeded_rng
 from clirmatrix.pipeline.units import LanguagePlan
 from clirmatrix.pipeline.writers import gzip_lines
@@ -143,4 +143,4 @@ def write_target(work_root: str, out_root: str, tgt: LanguagePlan, settings: Rel
                     out.write(query_prefix(page_id, title) + result + b"}")
                     out.count(int(ge1[j]), int(ge4[j]))
             written.append(out.record)
-    return {"unit": f"multi8.{tgt.lang}", "files": _described(out_root, written)}
+    return {"unit": f"multi8.{tgt.lang}", "files": describe_files(out_root, written)}

@@ -246,10 +246,11 @@ def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: Langu
                 base_files[split].write_many([prefixes[j] + base_lines[j] + b"}" for j in chosen.tolist()])
                 base_files[split].count(int(base_ge1[chosen].sum()), int(base_ge4[chosen].sum()))
     files = [f.record for pair in zip(full_files, base_files) for f in pair]
-    return {"unit": f"bi139.{src.lang}.{tgt.lang}", "files": _described(out_root, files)}
+    return {"unit": f"bi139.{src.lang}.{tgt.lang}", "files": describe_files(out_root, files)}
 
 
-def _described(out_root: str, records: Sequence[WrittenFile]) -> list[dict]:
+def describe_files(out_root: str, records: Sequence[WrittenFile]) -> list[dict]:
+    """What a unit reports of the files it wrote: path below ``out_root``, md5, size, lines and label counts."""
     return [{**asdict(record), "path": fileio.relative_to(out_root, record.path)} for record in records]
 
 
@@ -263,7 +264,7 @@ def write_docs(work_root: str, out_root: str, lang: str) -> dict:
         for batch in iter_docs(work, lang, ["doc_id", "text", "text_full"]):
             short.write_text(docs_text(batch.column("doc_id"), batch.column("text")), batch.num_rows)
             full.write_text(docs_text(batch.column("doc_id"), batch.column("text_full")), batch.num_rows)
-    return {"unit": f"docs.{lang}", "files": _described(out_root, [short.record, full.record])}
+    return {"unit": f"docs.{lang}", "files": describe_files(out_root, [short.record, full.record])}
 
 
 def write_index(out_root: str, files: Sequence[dict], base_url: str) -> str:

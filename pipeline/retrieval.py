@@ -9,7 +9,7 @@ the unsharded one, bit for bit:
    of each of its terms per field, split by a hash of the term into as many
    partitions as there are shards, and report the shard's field statistics;
 2. **sum** (one unit per partition): add the shards' counts of each term;
-3. **search** (one unit per shard): index the shard again, score it with the
+3. **search** (one unit per shard): load the shard's index (step 1 stored it), score it with the
    language's statistics (documents and tokens per field, each term's document
    frequency; as Elasticsearch's ``dfs_query_then_fetch`` does) so every document
    gets its unsharded score, and keep each query's top ``k`` of the shard;
@@ -32,6 +32,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -178,11 +179,38 @@ def term_partitions(terms: Sequence[str], partitions: int) -> np.ndarray:
     return np.fromiter((zlib.crc32(term.encode()) % partitions for term in terms), dtype=np.int64, count=len(terms))
 
 
+def save_index(engine, folder: str) -> None:
+    """Store an embedded engine's index: one ``.npy`` file per array and the terms, written without copies."""
+    for name, array in engine.arrays().items():
+        with fileio.atomic_create(fileio.join(folder, f"{name}.npy")) as handle:
+            np.lib.format.write_array_header_1_0(handle, np.lib.format.header_data_from_array_1_0(array))
+            handle.write(memoryview(np.ascontiguousarray(array)).cast("B"))
+    write_table(fileio.join(folder, "terms.parquet"), pa.table([pa.array(engine.terms(), pa.string())], schema=_TERMS), _TERMS)
+
+
+def load_index(folder: str, settings: RetrievalSettings, lang: str):
+    """The engine ``save_index`` stored, ready to search."""
+    from clirmatrix.pipeline.engines.analyzers import analyzer_for
+    from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
+
+    arrays = {}
+    for name in ("title", "text"):
+        for part in ("indptr", "docs", "tfs", "norms", "counts"):
+            with fileio.open_raw(fileio.join(folder, f"{name}.{part}.npy")) as handle:
+                arrays[f"{name}.{part}"] = np.lib.format.read_array(handle)
+    terms = read_table([fileio.join(folder, "terms.parquet")], _TERMS).column("term").to_pylist()
+    return EmbeddedEngine.from_arrays(analyzer_for(lang), settings.bm25, arrays, terms, threads=settings.threads)
+
+
+_TERMS = pa.schema([pa.field("term", pa.string(), nullable=False)], metadata={"clirmatrix.artefact": "index_terms"})
+
+
 def count_shard_terms(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, shard: int) -> dict:
-    """Step 1, one shard: its terms' document frequencies by partition, and its field statistics."""
+    """Step 1, one shard: index it (and store the index for step 3), its terms' document frequencies by partition, its field statistics."""
     work = WorkDirs(work_root)
     started = time.perf_counter()
     engine = _index(work, settings, plan, shard)
+    save_index(engine, work.shard_index_dir(plan.lang, shard))
     terms = engine.terms()
     df_title, df_text = engine.local_document_frequencies()
     partition = term_partitions(terms, plan.shards)
@@ -250,8 +278,10 @@ def search(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part
         return _search_block_es(work_root, settings, plan, part)
     work = WorkDirs(work_root)
     started = time.perf_counter()
-    engine = _index(work, settings, plan, part)
-    if plan.shards > 1:
+    if plan.shards == 1:
+        engine = _index(work, settings, plan, part)
+    else:  # step 1 indexed the shard: load it, and score it with the language's statistics
+        engine = load_index(work.shard_index_dir(plan.lang, part), settings, plan.lang)
         engine.use_statistics(language_statistics(work, plan), *language_document_frequencies(work, plan, engine.terms()))
     engine.search(["warm up"], settings.k)  # numba loads its kernels once: not part of the search rate
     indexed = time.perf_counter()
@@ -305,16 +335,55 @@ class _SortedByQuery:
         self._handle.close()
 
 
+@numba.njit(cache=True)
+def _merge_runs(query, doc, score, segments, k, out_query, out_doc, out_score):
+    """Each query's best ``k`` of the shards' runs (``segments``: each shard's rows, by query then rank)."""
+    shards = segments.shape[0] - 1
+    position = segments[:-1].copy()
+    run_end = np.empty(shards, np.int64)
+    written = 0
+    while True:
+        current = -1  # the next query: the smallest at the head of any shard
+        for s in range(shards):
+            if position[s] < segments[s + 1] and (current == -1 or query[position[s]] < current):
+                current = query[position[s]]
+        if current == -1:
+            return written
+        for s in range(shards):
+            end = position[s]
+            while end < segments[s + 1] and query[end] == current:
+                end += 1
+            run_end[s] = end
+        for _ in range(k):
+            best, owner = -1, -1
+            for s in range(shards):
+                if position[s] < run_end[s]:
+                    row = position[s]
+                    if best == -1 or score[row] > score[best] or (score[row] == score[best] and doc[row] < doc[best]):
+                        best, owner = row, s
+            if best == -1:
+                break
+            out_query[written] = current
+            out_doc[written] = doc[best]
+            out_score[written] = score[best]
+            written += 1
+            position[owner] += 1
+        for s in range(shards):
+            position[s] = run_end[s]
+
+
 def merge_hits(tables: Sequence[pa.Table], k: int) -> pa.Table:
-    """Each query's best ``k`` of several shards' hits: by score, then position (one index's tie order)."""
-    table = pa.concat_tables(tables)
-    query, doc, score = (table.column(name).to_numpy() for name in ("query", "doc", "score"))
-    order = np.lexsort((doc, -score, query))
-    query, doc, score = query[order], doc[order], score[order]
-    starts = np.flatnonzero(np.r_[True, query[1:] != query[:-1]]) if len(query) else np.zeros(0, np.int64)
-    rank = np.arange(len(query)) - np.repeat(starts, np.diff(np.r_[starts, len(query)]))
-    keep = rank < k
-    return pa.table([pa.array(query[keep]), pa.array(doc[keep]), pa.array(score[keep])], schema=RETRIEVAL)
+    """Each query's best ``k`` of several shards' hits (each by query, then rank): by score, then position.
+
+    Score descending and then position is the tie order of one index; each shard's
+    list is already in it, so this is a merge of sorted runs, not a sort.
+    """
+    columns = [np.concatenate([t.column(name).to_numpy() for t in tables]) if tables else np.zeros(0) for name in ("query", "doc", "score")]
+    query, doc, score = columns[0].astype(np.int32), columns[1].astype(np.int32), columns[2].astype(np.float32)
+    segments = np.r_[0, np.cumsum([t.num_rows for t in tables])].astype(np.int64)
+    out = np.empty(len(query), np.int32), np.empty(len(query), np.int32), np.empty(len(query), np.float32)
+    written = _merge_runs(query, doc, score, segments, k, *out)
+    return pa.table([pa.array(column[:written]) for column in out], schema=RETRIEVAL)
 
 
 def merge_shard_hits(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, block: int) -> dict:

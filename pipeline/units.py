@@ -25,13 +25,6 @@ class Unit:
     args: tuple = ()
 
 
-def block_bounds(n: int, block_size: int) -> list[tuple[int, int]]:
-    """``[start, end)`` of each block of ``block_size`` consecutive positions in ``range(n)``."""
-    if block_size < 1:
-        raise ValueError(f"block_size must be at least 1, not {block_size}")
-    return [(start, min(n, start + block_size)) for start in range(0, n, block_size)]
-
-
 def even_bounds(n: int, parts: int) -> list[tuple[int, int]]:
     """``[start, end)`` of ``parts`` near-equal consecutive ranges of ``range(n)``."""
     edges = [n * i // parts for i in range(parts + 1)]

@@ -105,6 +105,64 @@ def test_sharded_retrieval_equals_unsharded_bit_for_bit(work_copy, built, shard_
             assert np.array_equal(ours.column(name).to_numpy(), theirs.column(name).to_numpy()), (lang, name)
 
 
+def test_merging_shards_runs_equals_sorting_them_all():
+    """The k-way merge of each shard's ranked hits: a full sort by (query, score desc, position), then the top k."""
+    from clirmatrix.pipeline.retrieval import merge_hits
+    from clirmatrix.schemas import RETRIEVAL
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        tables, rows, offset = [], [], 0
+        for _ in range(int(rng.integers(1, 6))):  # some shards answer no query at all
+            n_docs = int(rng.integers(1, 50))
+            query, doc, score = [], [], []
+            for q in sorted(rng.choice(30, rng.integers(0, 30), replace=False).tolist()):
+                docs = rng.choice(n_docs, int(rng.integers(1, min(n_docs, 12) + 1)), replace=False) + offset
+                scores = rng.integers(0, 4, len(docs)).astype(np.float32)  # many ties
+                ranked = np.lexsort((docs, -scores))
+                query += [q] * len(docs)
+                doc += docs[ranked].tolist()
+                score += scores[ranked].tolist()
+            offset += n_docs
+            tables.append(pa.table([pa.array(query, pa.int32()), pa.array(doc, pa.int32()), pa.array(score, pa.float32())], schema=RETRIEVAL))
+            rows += list(zip(query, doc, score))
+        k = int(rng.integers(1, 15))
+        expected, taken = [], {}
+        for row in sorted(rows, key=lambda r: (r[0], -r[2], r[1])):
+            if taken.get(row[0], 0) < k:
+                expected.append(row)
+                taken[row[0]] = taken.get(row[0], 0) + 1
+        merged = merge_hits(tables, k)
+        assert list(zip(*(merged.column(name).to_pylist() for name in ("query", "doc", "score")))) == expected
+
+
+@pytest.mark.parametrize("analyzer", ["english", "bigram", "plain"])
+def test_shard_engines_with_the_collection_statistics_score_as_one_engine(analyzer):
+    """The engine's statistics come from outside: three shards scored with the whole collection's equal one index."""
+    from clirmatrix.pipeline.engines.analyzers import analyzer_named
+    from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
+    from clirmatrix.pipeline.retrieval import hits_table, merge_hits
+
+    rng = np.random.default_rng(3)
+    words = ["river", "city", "the", "running", "bridges", "museum", "北京", "大学", "東京", "paris"]
+    docs = [(str(i), " ".join(rng.choice(words, 3)), " ".join(rng.choice(words, int(rng.integers(0, 40))))) for i in range(300)]
+    queries = [" ".join(rng.choice(words, int(rng.integers(1, 4)))) for _ in range(80)] + ["", "river river city"]
+    whole = EmbeddedEngine(analyzer_named(analyzer))
+    whole.index([tuple(zip(*docs))])
+    expected = hits_table(0, whole.search(queries, 10))
+    shards, bounds = [], [0, 90, 200, 300]
+    for low, high in zip(bounds[:-1], bounds[1:]):
+        engine = EmbeddedEngine(analyzer_named(analyzer))
+        engine.index([tuple(zip(*docs[low:high]))])
+        shards.append((engine, low))
+    statistics = shards[0][0].local_statistics() + shards[1][0].local_statistics() + shards[2][0].local_statistics()
+    for engine, _ in shards:
+        global_df = [np.array([whole.title.document_frequencies()[whole.vocab[t]] for t in engine.terms()]), np.array([whole.text.document_frequencies()[whole.vocab[t]] for t in engine.terms()])]
+        engine.use_statistics(statistics, *global_df)
+    merged = merge_hits([hits_table(0, engine.search(queries, 10), low) for engine, low in shards], 10)
+    assert merged.equals(expected)
+
+
 def test_link_label_propagate_composites_write_what_the_build_wrote(work_copy, built):
     """LinkEntities, LabelQueries and PropagateLabels, each unit run twice: the same files as the build's."""
     from clirmatrix.beam_jobs.label import LABEL, LabelQueries, language_plans
@@ -153,6 +211,25 @@ def test_write_composite_and_count_composite(work_copy, built, tmp_path):
     _run_composite(units, CountFiles(str(again), str(tmp_path / "counts")))
     counted = sorted(json.loads(p.read_text())["stats"]["queries"] for p in (tmp_path / "counts" / "_reports").glob("*.json"))
     assert counted == sorted(row.queries for row in counted_while_writing(result.work))
+
+
+@pytest.mark.parametrize("lang", ["en", "ar", "fr"])
+def test_linking_in_title_partitions_equals_linking_at_once(extracted, tmp_path, lang):
+    """Partitions hold a share of the titles each; links, sources and counts are those of one partition."""
+    from clirmatrix.pipeline import fileio
+    from clirmatrix.pipeline.corpus import WorkDirs, iter_docs
+    from clirmatrix.pipeline.linking import link_language
+    from clirmatrix.pipeline.parquet_io import iter_row_range
+
+    work, _, _ = extracted
+    found = {}
+    for partitions in (1, 4):
+        sitelinks = iter_row_range(fileio.list_files(str(work / "sitelinks" / lang / "*.parquet")), ["entity", "title"])
+        docs = iter_docs(WorkDirs(str(work)), lang, ["title", "entity"])
+        found[partitions] = link_language(lang, docs, sitelinks, str(tmp_path / str(partitions)), partitions)
+    (entity, source, stats), (entity4, source4, stats4) = found[1], found[4]
+    assert np.array_equal(entity, entity4) and np.array_equal(source, source4) and stats == stats4
+    assert len(list((tmp_path / "4").glob("pages-*.parquet"))) == 4 and stats.linked_wikidata > 0
 
 
 def test_extract_docs_composite_counts_the_same_on_a_retry(sample, tmp_path):

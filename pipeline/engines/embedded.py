@@ -179,6 +179,33 @@ class EmbeddedEngine:
         self.title, self.text = (builder.finish(len(vocab)) for builder in builders)
         self._statistics, self._dfs = self.local_statistics(), self.local_document_frequencies()
 
+    @property
+    def size(self) -> int:
+        """Documents in the index."""
+        return len(self.title.norms) if self.title is not None else len(self.doc_ids)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The index as plain arrays (with ``terms``, all ``from_arrays`` needs): to store it and load it elsewhere."""
+        self._require_index()
+        found = {}
+        for name, field in (("title", self.title), ("text", self.text)):
+            found.update({f"{name}.{part}": getattr(field, part) for part in ("indptr", "docs", "tfs", "norms")})
+            found[f"{name}.counts"] = np.array([field.doc_count, field.sum_total_term_freq], dtype=np.int64)
+        return found
+
+    @classmethod
+    def from_arrays(cls, analyzer: Analyzer, settings: Bm25Settings, arrays: dict[str, np.ndarray], terms: Sequence[str], threads: int = 1) -> "EmbeddedEngine":
+        """An engine over an index stored with ``arrays`` and ``terms`` (without the documents' ids)."""
+        engine = cls(analyzer, settings, threads)
+        engine.vocab = {term: term_id for term_id, term in enumerate(terms)}
+        fields = []
+        for name in ("title", "text"):
+            doc_count, sum_total_term_freq = (int(value) for value in arrays[f"{name}.counts"])
+            fields.append(FieldIndex(*(arrays[f"{name}.{part}"] for part in ("indptr", "docs", "tfs", "norms")), doc_count, sum_total_term_freq))
+        engine.title, engine.text = fields
+        engine._statistics, engine._dfs = engine.local_statistics(), engine.local_document_frequencies()
+        return engine
+
     def terms(self) -> list[str]:
         """The index's terms by term id."""
         ordered = [""] * len(self.vocab)
@@ -240,7 +267,7 @@ class EmbeddedEngine:
             raise ValueError(f"k must be non-negative, not {k}")
         if self.title is None or self.text is None:
             raise RuntimeError("index documents before searching")
-        k = min(k, len(self.doc_ids))
+        k = min(k, self.size)
         if k == 0:
             return [empty_hits() for _ in queries]
         hits: list[Hits] = []
@@ -280,7 +307,7 @@ class EmbeddedEngine:
         try:
             return self._scratch.get_nowait()
         except queue.Empty:
-            n = len(self.doc_ids)
+            n = self.size
             return (np.zeros(n), np.zeros(n), np.zeros(n, np.bool_), np.empty(n, np.int32))
 
     def _run(self, q_ptr, q_terms, q_counts, lo, hi, k, scratch, out_pos, out_scores, out_len) -> None:
