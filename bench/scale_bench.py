@@ -35,10 +35,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 EN_DOCS = 5_984_197  # DOCS/en.tsv.gz of the release (FORMATS.md 1.4)
 RELEASE_QUERIES = 49_280_000  # every title of the 139 languages (issue 14; the dissertation's Table 7.1 totals)
 RELEASE_FULL_PAIRS = 34_060_000_000  # labelled (query, document) pairs of BI-139 full
 RELEASE_DIRECTIONS = 139 * 138
+FULL_PAIRS_PER_QUERY = 51  # BI-139 full, en -> af train: 3,011,938 pairs for 58,745 queries (FORMATS.md 1.3)
 OTHER_LANGUAGES = 138  # every query's labels are carried into 138 other languages
 STAGES = ("extract_docs", "extract_sitelinks", "link", "retrieve", "label", "propagate", "write", "stats")
 
@@ -192,7 +195,6 @@ def unit_costs(result) -> dict:
     propagated = read_named_reports(work.stage("propagated"))
     release = read_named_reports(work.stage("release"))
     written = [r for name, r in release.items() if name.startswith("bi139.")]
-    pairs = sum(f["docs_ge1"] if "/full/" in f["path"] else 100 * f["lines"] for r in written for f in r["files"])
     return {
         "docs": sum(entry["docs"] for entry in languages.values()),
         # An index is built once per document: by the count step, or by the search step of a one-shard language.
@@ -207,8 +209,11 @@ def unit_costs(result) -> dict:
         "links_cpu": sum(r["unit_cpu_seconds"] for name, r in propagated.items() if name.startswith("links.")),
         "carry_cpu": sum(r["unit_cpu_seconds"] for name, r in propagated.items() if name.startswith("carry.")),
         "targets": len(languages) - 1,
-        "direction_cpu": sum(r["unit_cpu_seconds"] for r in written),
-        "written_pairs": pairs,
+        # Per direction: CPU, lines and (query, document) pairs written (full: the labelled ones; base: 100 a line).
+        "directions": [
+            (r["unit_cpu_seconds"], sum(f["lines"] for f in r["files"]), sum(f["docs_ge1"] if "/full/" in f["path"] else 100 * f["lines"] for f in r["files"]))
+            for r in written
+        ],
         "docs_cpu": sum(r["unit_cpu_seconds"] for name, r in release.items() if name.startswith("docs.")),
         "splits_cpu": sum(r["unit_cpu_seconds"] for name, r in release.items() if name.startswith("splits.")),
     }
@@ -242,7 +247,12 @@ def project(runs: list[dict], shard_docs: int) -> dict:
     # Per-shard search cost depends on how long the title terms' postings are: the generator's, not Wikipedia's.
     search_low, search_high = (u["search_cpu"] / u["query_shards"] * query_shards(shard_docs, shards) for shards in (1, 5))
     merge_low, merge_high = (u["merge_cpu"] / max(u["merged_query_shards"], 1) * query_shards(shard_docs, shards) for shards in (1, 5))
-    release_pairs = RELEASE_FULL_PAIRS + RELEASE_DIRECTIONS * 13_000 * 100
+    # A direction's cost: per line (its query's id and title, the line) and per pair. Two directions of
+    # very different pairs per line (en -> de: a few; de -> en: ~100) separate the two.
+    cpu, lines, pairs = (np.array(column, dtype=float) for column in zip(*u["directions"]))
+    (per_line, per_pair), *_ = np.linalg.lstsq(np.column_stack([lines, pairs]), cpu, rcond=None)
+    base_lines = RELEASE_DIRECTIONS * 13_000
+    release_lines, release_pairs = RELEASE_FULL_PAIRS / FULL_PAIRS_PER_QUERY + base_lines, RELEASE_FULL_PAIRS + base_lines * 100
     hours = {
         "retrieve: index": (u["index_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
         "retrieve: search": (search_low, search_high),
@@ -250,7 +260,7 @@ def project(runs: list[dict], shard_docs: int) -> dict:
         "label": (u["label_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
         "propagate: pair languages": (u["links_cpu"] / (2 * u["docs"]) * 2 * OTHER_LANGUAGES * RELEASE_QUERIES,) * 2,
         "propagate: carry labels": (u["carry_cpu"] / (u["label_rows"] * u["targets"]) * labels_per_query * RELEASE_QUERIES * OTHER_LANGUAGES,) * 2,
-        "write: BI-139": (u["direction_cpu"] / u["written_pairs"] * release_pairs,) * 2,
+        "write: BI-139": (per_line * release_lines + per_pair * release_pairs,) * 2,
         "write: DOCS": (u["docs_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
         "write: splits": (u["splits_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
     }
@@ -262,7 +272,7 @@ def project(runs: list[dict], shard_docs: int) -> dict:
         "merge": f"{u['merge_cpu'] / max(u['merged_query_shards'], 1) * 1e6:.1f} us a query and shard",
         "label": f"{u['label_cpu'] / u['docs'] * 1e6:.0f} us a query",
         "carry": f"{u['carry_cpu'] / (u['label_rows'] * u['targets']) * 1e9:.0f} ns a label row and target language ({labels_per_query:.0f} labels a query)",
-        "BI-139": f"{u['direction_cpu'] / u['written_pairs'] * 1e9:.0f} ns a written pair ({release_pairs / 1e9:.1f} B pairs in the release: full, and base at 13,000 queries a direction)",
+        "BI-139": f"{per_line * 1e6:.1f} us a line and {per_pair * 1e9:.0f} ns a pair ({release_lines / 1e6:,.0f} M lines, {release_pairs / 1e9:.1f} B pairs in the release)",
         "DOCS": f"{u['docs_cpu'] / u['docs'] * 1e6:.0f} us a document",
     }
     return {"memory": memory, "core_hours": {k: [round(v / 3600, 1) for v in pair] for k, pair in hours.items()}, "rates": rates}

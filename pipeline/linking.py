@@ -10,7 +10,7 @@ every document at most one entity, so propagation stays one-to-one.
 The result is an entity number per document position. ``write_links`` streams the
 language twice: titles into match-key partitions (matched one partition at a
 time), then ids and titles to write ``catalog`` and ``entity_docs``. Across the
-language it holds only numbers, about 40 bytes a document.
+language it holds only numbers, a few tens of bytes a document.
 """
 
 from __future__ import annotations
@@ -118,8 +118,9 @@ def link_language(lang: str, docs: Iterable[pa.RecordBatch], sitelinks: Iterable
 
     Titles are matched exactly, one hash partition of their keys at a time (pages and
     sitelinks with the same key are in the same partition), so a unit holds one
-    partition's strings and, for the whole language, only numbers (about 40 bytes a
-    document). The partitions are written to ``spill_dir`` first.
+    partition's strings and, for the whole language, only numbers (9 bytes a document
+    for the result, a few more while it is computed). The partitions are written to
+    ``spill_dir`` first.
 
     Args:
         docs: batches with ``title`` and ``entity`` (the dump's wikibase_item, nullable), in position order.
@@ -147,11 +148,14 @@ def link_language(lang: str, docs: Iterable[pa.RecordBatch], sitelinks: Iterable
     for part in range(partitions):
         found = _first_per_key(links.read(part), "key", ["entity_number", "link_row"])
         kept_entity.append(found.column("entity_number").to_numpy())
-        kept_row.append(found.column("link_row").to_numpy())
-    link_entities, link_rows = np.concatenate(kept_entity or [np.zeros(0, np.int64)]), np.concatenate(kept_row or [np.zeros(0, np.int64)])
+        kept_row.append(found.column("link_row").to_numpy().astype(np.int32))
+    link_entities, link_rows = np.concatenate(kept_entity or [np.zeros(0, np.int64)]), np.concatenate(kept_row or [np.zeros(0, np.int32)])
     surviving = np.sort(link_rows[_first_rows(link_entities, link_rows)])
+    del kept_entity, kept_row, link_entities, link_rows
 
-    matched_rows, matched_entities, dump_rows, dump_entities = [], [], [], []
+    entity = np.full(n, NO_ENTITY, dtype=np.int64)
+    source = np.zeros(n, dtype=np.int8)
+    unmatched_rows, unmatched_named = [], []  # pages Wikidata did not link that name an entity themselves: few
     for part in range(partitions):
         part_pages = pages.read(part)
         unique_pages = _first_per_key(part_pages, "key", ["row"])
@@ -160,28 +164,23 @@ def link_language(lang: str, docs: Iterable[pa.RecordBatch], sitelinks: Iterable
         part_links = _first_per_key(links.read(part), "key", ["entity_number", "link_row"])
         part_links = part_links.filter(pa.array(np.isin(part_links.column("link_row").to_numpy(), surviving)))
         matched = unique_pages.join(part_links, keys="key", join_type="inner", use_threads=False)
-        matched_rows.append(matched.column("row").to_numpy())
-        matched_entities.append(matched.column("entity_number").to_numpy())
+        rows = matched.column("row").to_numpy()
+        entity[rows] = matched.column("entity_number").to_numpy()
+        source[rows] = _WIKIDATA
+        stats.linked_wikidata += len(rows)
         stats.disagreements += int(pc.sum(pc.not_equal(matched.column("dump_entity"), matched.column("entity_number")).fill_null(False)).as_py() or 0)
         named = unique_pages.filter(pc.is_valid(unique_pages.column("dump_entity")))
-        dump_rows.append(named.column("row").to_numpy())
-        dump_entities.append(named.column("dump_entity").to_numpy())
-    empty = np.zeros(0, np.int64)
-    matched_row, matched_entity = np.concatenate(matched_rows or [empty]), np.concatenate(matched_entities or [empty])
-    stats.linked_wikidata = len(matched_row)
-    stats.sitelinks_without_doc = stats.sitelinks - len(matched_row)
-
-    entity = np.full(n, NO_ENTITY, dtype=np.int64)
-    source = np.zeros(n, dtype=np.int8)
-    entity[matched_row] = matched_entity
-    source[matched_row] = _WIKIDATA
+        rows = named.column("row").to_numpy()
+        free = source[rows] == 0
+        unmatched_rows.append(rows[free])
+        unmatched_named.append(named.column("dump_entity").to_numpy()[free])
+    stats.sitelinks_without_doc = stats.sitelinks - stats.linked_wikidata
 
     # Fallback: pages Wikidata did not link, with an entity of their own that has no page here
     # yet; among pages naming the same entity the first in dump order wins.
-    rows, named = np.concatenate(dump_rows or [empty]), np.concatenate(dump_entities or [empty])
-    free = source[rows] == 0
-    rows, named = rows[free], named[free]
-    usable = ~np.isin(named, matched_entity)
+    empty = np.zeros(0, np.int64)
+    rows, named = np.concatenate(unmatched_rows or [empty]), np.concatenate(unmatched_named or [empty])
+    usable = ~np.isin(named, entity[source == _WIKIDATA])
     first = _first_rows(named[usable], rows[usable])
     fallback_rows, fallback_entities = rows[usable][first], named[usable][first]
     stats.dump_links_conflicting = len(rows) - len(fallback_rows)
