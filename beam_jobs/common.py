@@ -27,6 +27,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 # The stage-folder conventions live in the library; the jobs reach them through here.
+from clirmatrix.beam_jobs.runners import LOCAL_RUNNER
 from clirmatrix.pipeline.reports import finish_stage, is_complete, read_reports, require_complete, start_stage, write_report
 from clirmatrix.pipeline.units import Unit
 
@@ -40,15 +41,16 @@ __all__ = [
 def pipeline_options(beam_args: Sequence[str] = (), workers: int = 1) -> PipelineOptions:
     """Beam options; without ``--runner`` the in-process FnApiRunner with ``workers`` processes.
 
-    The FnApiRunner is named explicitly so a local run never depends on the network
-    (BEAM.md: the DirectRunner first tries to download the Prism runner). Any
+    The FnApiRunner (as ``runners.LocalRunner``, whose workers start quietly) is
+    named explicitly so a local run never depends on the network (BEAM.md: the
+    DirectRunner first tries to download the Prism runner). Any
     standard Beam flag (``--runner=FlinkRunner``, ``--runner=DataflowRunner
     --project ...``) passes through unchanged.
     """
     args = list(beam_args)
     if not names_runner(args):
         workers = max(1, workers)
-        args += ["--runner=FnApiRunner", f"--direct_num_workers={workers}"]
+        args += [f"--runner={LOCAL_RUNNER}", f"--direct_num_workers={workers}"]
         args.append("--direct_running_mode=" + ("multi_processing" if workers > 1 else "in_memory"))
     if not any(arg.startswith("--default_sdk_harness_log_level") for arg in args):
         # Worker processes log their start-up at INFO; keep our progress lines only.

@@ -32,14 +32,18 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from apache_beam.portability import python_urns
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
 from clirmatrix.pipeline.config import ConfigError
 
 LOG = logging.getLogger("clirmatrix")
 
 DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
+LOCAL_RUNNER = "clirmatrix.beam_jobs.runners.LocalRunner"
 RUNNERS = {
     "direct": "DirectRunner",
-    "local": "FnApiRunner",
+    "local": LOCAL_RUNNER,
     "fnapi": "FnApiRunner",
     "dask": DASK_RUNNER,
     "flink": "FlinkRunner",
@@ -51,6 +55,7 @@ RUNNERS = {
 _CONTAINER_RUNNERS = {"DataflowRunner", "FlinkRunner", "SparkRunner", "PortableRunner"}
 # Environments that run our code in a Python the user set up (no container to ship to).
 _OWN_PYTHON_ENVIRONMENTS = {"LOOPBACK", "PROCESS", "EXTERNAL", "BEAM_PYTHON"}
+_BEAM_WORKER = b"-m apache_beam.runners.worker.sdk_worker_main"
 _SHIPPING_FLAGS = ("--setup_file", "--extra_package", "--extra_packages", "--sdk_container_image", "--worker_harness_container_image")
 
 
@@ -158,3 +163,19 @@ def build_wheel(cache_dir: str | None = None) -> str:
     if done.returncode or not wheels:
         raise ConfigError(f"building the clirmatrix wheel for the workers failed ({' '.join(command)}):\n{done.stderr.strip()[-2000:]}")
     return str(wheels[-1])
+
+
+class LocalRunner(FnApiRunner):
+    """Beam's in-process FnApiRunner, whose worker processes start through ``local_worker`` (quiet start-up).
+
+    With ``--direct_running_mode=multi_processing`` the FnApiRunner starts each
+    worker as ``python -m apache_beam.runners.worker.sdk_worker_main``; this runner
+    starts the same worker behind ``clirmatrix.beam_jobs.local_worker``, which
+    only sets up logging first. Everything else is Beam's runner unchanged.
+    """
+
+    def run_via_runner_api(self, pipeline_proto, options):  # noqa: ANN001, ANN201 (Beam's signature)
+        for environment in pipeline_proto.components.environments.values():
+            if environment.urn == python_urns.SUBPROCESS_SDK and environment.payload.endswith(_BEAM_WORKER):
+                environment.payload = f"{sys.executable} -m clirmatrix.beam_jobs.local_worker".encode()
+        return super().run_via_runner_api(pipeline_proto, options)

@@ -20,15 +20,12 @@ LOG = logging.getLogger("clirmatrix")
 DEFAULT_SAMPLE_LANGS = ("en", "de", "es", "fr", "ru", "ar", "zh", "ja")  # the MULTI-8 languages, 5 scripts
 
 
-def _beam_is_quiet(record: logging.LogRecord) -> bool:
-    """Drop what Beam's modules log below ERROR, whatever logger they use (some log to the root logger on import)."""
-    return record.levelno >= logging.ERROR or "apache_beam" not in record.pathname
-
-
 def _setup_logging(verbose: bool) -> None:
+    from clirmatrix.beam_jobs.local_worker import beam_is_quiet  # no Beam import: logging is set before Beam loads
+
     handler = RichHandler(console=console, show_path=False)
     if not verbose:
-        handler.addFilter(_beam_is_quiet)
+        handler.addFilter(beam_is_quiet)
     logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[handler], force=True)
     LOG.setLevel(logging.DEBUG if verbose else logging.INFO)
     # Beam's own INFO lines (worker start-up, channels) drown the progress.

@@ -191,6 +191,18 @@ def test_build_command_with_a_config_file_and_a_missing_language(world8, tmp_pat
     assert all(len(entry["md5"]) == 32 for entry in manifest["inputs"])
 
 
+def test_a_build_with_worker_processes_prints_progress_without_beams_start_up_lines(world8, tmp_path, capfd):
+    from clirmatrix.pipeline.cli import main
+
+    dumps, _ = world8
+    args = ["build", "--dumps", str(dumps), "--out", str(tmp_path / "out"), "--langs", "en,de", "--min-docs", "100"]
+    assert main(args + ["--max-bad-fraction", "0.01", "--train-size", "20", "--workers", "2"]) == 0
+    err = capfd.readouterr().err  # the worker processes write to the terminal's file descriptor, not to sys.stderr
+    assert "retrieve: done in" in err and "write: done in" in err
+    for beam_line in ("Logging handler created", "Pipeline_options", "sdk_worker", "apitools", "state cache"):
+        assert beam_line not in err
+
+
 def test_elasticsearch_without_a_cluster_is_a_clear_error_before_any_work(world8, tmp_path, capsys, monkeypatch):
     import socket
 

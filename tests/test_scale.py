@@ -288,7 +288,7 @@ def test_runners_by_short_name():
     flink = runners.resolve(["--runner=flink", "--flink_master=localhost:8081", "--environment_type=LOOPBACK"])
     assert "--runner=FlinkRunner" in flink and not any(arg.startswith("--extra_package") for arg in flink)
     assert runners.resolve(["--runner=FnApiRunner"]) == ["--runner=FnApiRunner"]
-    assert pipeline_options([], 2).get_all_options()["runner"] == "FnApiRunner"  # no runner named: the local one
+    assert pipeline_options([], 2).get_all_options()["runner"] == runners.LOCAL_RUNNER  # no runner named: the local FnApiRunner
 
 
 def test_a_container_runner_gets_the_project_as_a_wheel(tmp_path):
