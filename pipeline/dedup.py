@@ -17,17 +17,23 @@ from clirmatrix.pipeline.parquet_io import filter_rows, read_table
 from clirmatrix.schemas import DOCS
 
 
+def first_rows(keys: np.ndarray, order_by: np.ndarray | None = None) -> np.ndarray:
+    """Indexes of the first row of each distinct key: the smallest ``order_by``, ties (or no ``order_by``) in row order."""
+    if len(keys) == 0:
+        return np.zeros(0, np.int64)
+    order = np.argsort(keys, kind="stable") if order_by is None else np.lexsort((order_by, keys))
+    ordered = keys[order]
+    return order[np.r_[True, ordered[1:] != ordered[:-1]]]
+
+
 def first_occurrences(ids: pa.Array) -> np.ndarray:
     """Boolean mask, true at the first occurrence of each id.
 
     Ids are page ids (the readers refuse others), so they are compared as 64-bit
     numbers: 8 bytes a document, not a string table of the whole language.
     """
-    numbers = pc.cast(ids, pa.int64()).to_numpy()
-    order = np.argsort(numbers, kind="stable")  # equal ids keep their row order: the first comes first
-    ordered = numbers[order]
     keep = np.zeros(len(ids), dtype=bool)
-    keep[order[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ids) else order] = True
+    keep[first_rows(pc.cast(ids, pa.int64()).to_numpy())] = True
     return keep
 
 

@@ -15,9 +15,9 @@ language it holds only numbers, a few tens of bytes a document.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 import contextlib
 import zlib
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.corpus import NO_ENTITY, WorkDirs, iter_docs
+from clirmatrix.pipeline.dedup import first_rows
 from clirmatrix.pipeline.languages import normalize_title
 from clirmatrix.pipeline.parquet_io import ParquetSink, iter_row_range, read_table, row_counts
 from clirmatrix.schemas import CATALOG, ENTITY_DOCS, LINK_SOURCES
@@ -76,15 +77,6 @@ def _first_per_key(table: pa.Table, key: str, order: list[str]) -> pa.Table:
     keys = ordered.column(key).combine_chunks()
     starts_group = pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))
     return ordered.filter(pa.concat_arrays([pa.array([True]), starts_group]))
-
-
-def _first_rows(keys: np.ndarray, order_by: np.ndarray) -> np.ndarray:
-    """Indexes of the first row of each key by ``order_by`` (numbers; ties keep row order)."""
-    if len(keys) == 0:
-        return np.zeros(0, np.int64)
-    order = np.lexsort((order_by, keys))
-    ordered = keys[order]
-    return order[np.r_[True, ordered[1:] != ordered[:-1]]]
 
 
 class _Spill:
@@ -150,7 +142,7 @@ def link_language(lang: str, docs: Iterable[pa.RecordBatch], sitelinks: Iterable
         kept_entity.append(found.column("entity_number").to_numpy())
         kept_row.append(found.column("link_row").to_numpy().astype(np.int32))
     link_entities, link_rows = np.concatenate(kept_entity or [np.zeros(0, np.int64)]), np.concatenate(kept_row or [np.zeros(0, np.int32)])
-    surviving = np.sort(link_rows[_first_rows(link_entities, link_rows)])
+    surviving = np.sort(link_rows[first_rows(link_entities, link_rows)])
     del kept_entity, kept_row, link_entities, link_rows
 
     entity = np.full(n, NO_ENTITY, dtype=np.int64)
@@ -161,7 +153,7 @@ def link_language(lang: str, docs: Iterable[pa.RecordBatch], sitelinks: Iterable
         unique_pages = _first_per_key(part_pages, "key", ["row"])
         stats.duplicate_titles += part_pages.num_rows - unique_pages.num_rows
         del part_pages
-        part_links = _first_per_key(links.read(part), "key", ["entity_number", "link_row"])
+        part_links = links.read(part)  # the rows that survived both rules above: at most one a key
         part_links = part_links.filter(pa.array(np.isin(part_links.column("link_row").to_numpy(), surviving)))
         matched = unique_pages.join(part_links, keys="key", join_type="inner", use_threads=False)
         rows = matched.column("row").to_numpy()
@@ -181,7 +173,7 @@ def link_language(lang: str, docs: Iterable[pa.RecordBatch], sitelinks: Iterable
     empty = np.zeros(0, np.int64)
     rows, named = np.concatenate(unmatched_rows or [empty]), np.concatenate(unmatched_named or [empty])
     usable = ~np.isin(named, entity[source == _WIKIDATA])
-    first = _first_rows(named[usable], rows[usable])
+    first = first_rows(named[usable], rows[usable])
     fallback_rows, fallback_entities = rows[usable][first], named[usable][first]
     stats.dump_links_conflicting = len(rows) - len(fallback_rows)
     entity[fallback_rows] = fallback_entities

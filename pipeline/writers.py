@@ -66,25 +66,14 @@ class GzipLines:
         self._pending = bytearray()
         self.record = record
 
-    def write(self, line: bytes, labels: np.ndarray | None = None) -> None:
-        """Append a line; give a query's ``labels`` to have them counted for the statistics."""
-        self._pending += line
-        self._pending += b"\n"
-        self.record.lines += 1
-        if labels is not None:
-            self.record.docs_ge1 += int(np.count_nonzero(labels >= 1))
-            self.record.docs_ge4 += int(np.count_nonzero(labels >= 4))
-        if len(self._pending) >= COMPRESS_CHUNK:
-            self._compress(final=False)
+    def write(self, line: bytes) -> None:
+        """Append a line."""
+        self.write_text(line + b"\n", 1)
 
     def write_many(self, lines: Sequence[bytes]) -> None:
         """Append several lines at once (the same file as writing them one by one)."""
         if lines:
-            self._pending += b"\n".join(lines)
-            self._pending += b"\n"
-            self.record.lines += len(lines)
-            if len(self._pending) >= COMPRESS_CHUNK:
-                self._compress(final=False)
+            self.write_text(b"\n".join(lines) + b"\n", len(lines))
 
     def write_text(self, text: bytes | memoryview, lines: int) -> None:
         """Append ready text holding ``lines`` whole lines, each ending in a newline."""
