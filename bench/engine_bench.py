@@ -1,29 +1,38 @@
-"""Embedded BM25 engine: index build time, memory, and title queries per second on 1 and 2 threads.
+"""Embedded BM25 engine against Lucene 9.9.1 itself: queries per CPU-second, index size and build time.
 
-Writes a synthetic corpus (default 200,000 documents) as JSONL: text of ~150 tokens
-(uniform 100-200) drawn from a Zipfian vocabulary (exponent 1.07, 500,000 words, the
-33 English stop words at the top ranks), titles of 1-4 words from the same law. A
-child process writes it, so that this process's peak RSS is the engine's: the index
-is built by streaming the file in batches of 10,000 with the ``english`` analyzer, as
-``run_search`` does. Then the titles of ``--queries`` random documents are searched,
-k = 100, on 1 and on 2 threads, best of ``--repeat`` runs (numba's kernels are loaded
-before anything is measured).
+For each ``--docs`` size, a synthetic corpus (written once as JSONL by a child
+process): text of ~150 tokens (uniform 100-200) drawn from a Zipfian vocabulary
+(exponent 1.07, 500,000 words, the 33 English stop words at the top ranks), titles of
+1-4 words from the same law. The embedded engine indexes it with ``--analyzer``
+(``plain``: the twin of Lucene's pattern tokenizer + lowercase), then the titles of
+``--queries`` random documents are searched, k = 100, ``title^2`` + ``text``,
+best_fields, k1 1.2, b 0.3, on one thread: pruned (block-max MaxScore) and, once,
+exhaustive (every posting scored: the oracle). Pruned results must equal the
+exhaustive ones, query by query, hit for hit.
 
-For reference the same queries also go through bm25s's numba retrieval over one
-score matrix (the text field's exact Lucene scores, precomputed per posting): the
-approach measured before this engine. It scores one field, not two, and breaks ties
-its own way, so only its speed compares.
+``--lucene`` runs Lucene side by side (``bench/lucene_side.py``: the Anserini jar, one
+pinned core, no Python in the loop) on the same corpus and queries, rounds of the two
+interleaved, and compares every top 100 with ours (positions and float32 scores).
+Without a JDK 21+ or the jar it says why and prints our figures alone.
 
-Usage: python bench/engine_bench.py [--docs 200000] [--queries 20000] [--repeat 3] [--out bench/out]
+Figures are CPU seconds of the searching thread (both sides), medians over
+``--rounds`` with their ranges; query analysis is outside both (Lucene builds its
+queries before timing; ours analyses them in ``search``, timed separately below).
+Between sizes the bench prints the exponent of query cost growth (cost ~ N^e).
+
+Usage: python bench/engine_bench.py [--docs 200000 800000] [--queries 5000] [--rounds 5] [--lucene] [--out bench/out]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import math
 import multiprocessing
 import os
 import resource
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -31,11 +40,14 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from clirmatrix.pipeline.engines import lucene_bm25
-from clirmatrix.pipeline.engines.analyzers import analyzer_for
+from clirmatrix.pipeline.engines import lucene_jar
+from clirmatrix.pipeline.engines.analyzers import analyzer_named
 from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
 from clirmatrix.pipeline.engines.search import read_corpus
 from clirmatrix.pipeline.engines.stopwords import STOPWORDS
+
+sys.path.insert(0, str(Path(__file__).parent))
+from lucene_side import LuceneSide  # noqa: E402
 
 
 def write_corpus(path: Path, n_docs: int, vocabulary: int = 500_000, seed: int = 1) -> None:
@@ -46,7 +58,8 @@ def write_corpus(path: Path, n_docs: int, vocabulary: int = 500_000, seed: int =
     weights = 1.0 / np.arange(1, vocabulary + 1) ** 1.07
     cumulative = np.cumsum(weights / weights.sum())
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as out:
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "wb") as out:
         for start in range(0, n_docs, 10_000):
             n = min(10_000, n_docs - start)
             text_lengths = rng.integers(100, 201, n)
@@ -60,128 +73,157 @@ def write_corpus(path: Path, n_docs: int, vocabulary: int = 500_000, seed: int =
                 text = " ".join(words[j] for j in draws[at : at + text_lengths[i]])
                 at += text_lengths[i]
                 out.write(orjson.dumps({"id": f"d{start + i}", "title": title.capitalize(), "text": text}) + b"\n")
+    partial.replace(path)  # an interrupted run leaves no corpus that looks finished
 
 
-def bm25s_rates(engine: EmbeddedEngine, queries: list[str], k: int, repeat: int) -> dict[int, float]:
-    """Queries/s of bm25s's numba retrieval on the text field's precomputed Lucene scores."""
-    from bm25s.numba.retrieve_utils import _retrieve_numba_functional
+def corpus_for(out: Path, n_docs: int) -> Path:
+    corpus = out / f"engine_corpus_{n_docs}.jsonl"
+    if not corpus.exists():
+        t0 = time.perf_counter()
+        child = multiprocessing.get_context("spawn").Process(target=write_corpus, args=(corpus, n_docs))
+        child.start()
+        child.join()
+        if child.exitcode:
+            sys.exit(f"corpus generation failed with exit code {child.exitcode}")
+        print(f"generated {n_docs:,} documents ({corpus.stat().st_size / 1e6:.0f} MB JSONL) in {time.perf_counter() - t0:.0f} s")
+    return corpus
 
-    text, settings = engine.text, engine.settings
-    df = np.diff(text.indptr)
-    idf = np.repeat(lucene_bm25.idf(df, text.doc_count), df)
-    avgdl = lucene_bm25.avg_field_length(text.sum_total_term_freq, text.doc_count)
-    norm_inverse = lucene_bm25.norm_inverse_cache(settings.k1, settings.b, avgdl)[text.norms[text.docs]]
-    scores = {
-        "data": lucene_bm25.term_score(1.0, idf, text.tfs, norm_inverse),
-        "indices": text.docs,
-        "indptr": text.indptr,
-        "num_docs": len(engine.doc_ids),
-    }
-    ids = [np.array([t for t in engine.query_terms(q) if df[t]] or [0], dtype=np.int32) for q in queries]
-    rates = {}
-    for threads in (1, 2):
-        _retrieve_numba_functional(ids[:50], scores, k=k, show_progress=False, n_threads=threads)
-        rates[threads] = 0.0
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            _retrieve_numba_functional(ids, scores, k=k, show_progress=False, n_threads=threads)
-            rates[threads] = max(rates[threads], len(queries) / (time.perf_counter() - t0))
-    return rates
+
+def pick_queries(corpus: Path, n_docs: int, n_queries: int) -> list[str]:
+    picks = set(np.random.default_rng(7).choice(n_docs, min(n_queries, n_docs), replace=False).tolist())
+    titles: list[str] = []
+    for _, batch_titles, _ in read_corpus(str(corpus)):
+        titles.extend(batch_titles)
+    return [titles[i] for i in sorted(picks)]
+
+
+def same_hits(ours: list, theirs: list) -> int:
+    """Queries whose top k differ (positions or float32 scores) between two result lists."""
+    return sum(
+        1 for a, (positions, scores) in zip(ours, theirs)
+        if not (np.array_equal(a.positions, positions) and np.array_equal(a.scores.view(np.uint32), np.asarray(scores, np.float32).view(np.uint32)))
+    )  # fmt: skip
 
 
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def spread(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def measure(args: argparse.Namespace, n_docs: int, lucene_reason: str | None) -> dict:
+    corpus = corpus_for(Path(args.out), n_docs)
+    engine = EmbeddedEngine(analyzer_named(args.analyzer), threads=1)
+    rss_start = peak_rss_mb()
+    t0, c0 = time.perf_counter(), time.process_time()
+    engine.index(read_corpus(str(corpus)))
+    build_s, build_cpu = time.perf_counter() - t0, time.process_time() - c0
+    memory = engine.memory()
+    queries = pick_queries(corpus, engine.size, args.queries)
+    t0 = time.thread_time()
+    for query in queries:
+        engine.query_terms(query)
+    analysis_cpu = time.thread_time() - t0
+    engine.search(queries[:200], args.k)  # block maxima under the statistics, warm caches
+
+    def ours() -> float:
+        t0 = time.thread_time()
+        engine.search(queries, args.k)
+        return time.thread_time() - t0 - analysis_cpu  # the kernel's share; analysis is timed above
+
+    result = {
+        "docs": n_docs, "terms": len(engine.vocab), "postings": memory["postings"], "queries": len(queries),
+        "index_mb": memory["index_bytes"] / 1e6, "index_bytes_per_posting": memory["index_bytes"] / memory["postings"],
+        "posting_bytes_per_posting": memory["posting_bytes"] / memory["postings"],
+        "build_s": build_s, "build_cpu_s": build_cpu, "build_docs_per_cpu_s": n_docs / build_cpu,
+        "peak_rss_mb": peak_rss_mb(), "rss_before_build_mb": rss_start, "query_analysis_per_cpu_s": len(queries) / analysis_cpu,
+    }  # fmt: skip
+    hits = engine.search(queries, args.k)
+    t0 = time.thread_time()
+    oracle = engine.search(queries, args.k, exhaustive=True)
+    result["exhaustive_queries_per_cpu_s"] = len(queries) / max(time.thread_time() - t0 - analysis_cpu, 1e-9)
+    result["pruned_differs_from_exhaustive"] = same_hits(hits, [(h.positions, h.scores) for h in oracle])
+    result["mean_hits"] = float(np.mean([len(h.positions) for h in hits]))
+
+    ours_cpu: list[float] = []
+    if args.lucene and lucene_reason is None:
+        with LuceneSide(corpus, queries, k=args.k, combine="best_fields", workdir=Path(args.out) / "lucene") as lucene:
+            lucene_cpu: list[float] = []
+            for _ in range(args.rounds):  # interleaved: the machine's drift hits both alike
+                ours_cpu.append(ours())
+                lucene_cpu.append(lucene.run_round())
+            result["lucene_differs"] = same_hits(hits, lucene.top_k())
+            result["lucene_index_mb"] = lucene.index_bytes / 1e6
+            result["lucene_index_cpu_s"] = lucene.index_cpu_seconds
+        result["lucene_queries_per_cpu_s"] = spread([len(queries) / c for c in lucene_cpu])
+        ratios = [lc / oc for oc, lc in zip(ours_cpu, lucene_cpu)]
+        result["embedded_over_lucene"] = spread(ratios)
+    else:
+        ours_cpu = [ours() for _ in range(args.rounds)]
+    result["queries_per_cpu_s"] = spread([len(queries) / c for c in ours_cpu])
+    result["load_average_1min"] = os.getloadavg()[0]
+    return result
+
+
+def report(results: list[dict]) -> None:
+    lucene = "lucene_queries_per_cpu_s" in results[0]
+    print(f"\n{'documents':>10} {'embedded q/cpu-s':>22} {'Lucene q/cpu-s':>22} {'ratio':>18} {'index MB (B/posting)':>22} {'Lucene MB':>10} {'build docs/cpu-s':>17}")
+    for r in results:
+        q = r["queries_per_cpu_s"]
+        row = f"{r['docs']:>10,} {q['median']:>8,.0f} ({q['min']:,.0f}-{q['max']:,.0f})".ljust(34)
+        if lucene:
+            lq, ratio = r["lucene_queries_per_cpu_s"], r["embedded_over_lucene"]
+            row += f" {lq['median']:>8,.0f} ({lq['min']:,.0f}-{lq['max']:,.0f})".ljust(23)
+            row += f" {ratio['median']:5.2f} ({ratio['min']:.2f}-{ratio['max']:.2f})".ljust(19)
+        else:
+            row += " " * 42
+        row += f" {r['index_mb']:8,.0f} ({r['index_bytes_per_posting']:.2f})".ljust(23)
+        row += f" {r.get('lucene_index_mb', float('nan')):>9,.0f} {r['build_docs_per_cpu_s']:>17,.0f}"
+        print(row)
+    for r in results:
+        agree = f", Lucene's differ on {r['lucene_differs']}" if lucene else ""
+        print(f"{r['docs']:,}: pruned top {r['mean_hits']:.0f} differ from exhaustive on {r['pruned_differs_from_exhaustive']} of {r['queries']:,} queries{agree}; "
+              f"exhaustive {r['exhaustive_queries_per_cpu_s']:,.0f} q/cpu-s; peak RSS {r['peak_rss_mb']:,.0f} MB")
+    for a, b in zip(results, results[1:]):
+        growth = math.log(a["queries_per_cpu_s"]["median"] / b["queries_per_cpu_s"]["median"]) / math.log(b["docs"] / a["docs"])
+        line = f"query cost {a['docs']:,} -> {b['docs']:,}: N^{growth:.2f} (embedded)"
+        if lucene:
+            lucene_growth = math.log(a["lucene_queries_per_cpu_s"]["median"] / b["lucene_queries_per_cpu_s"]["median"]) / math.log(b["docs"] / a["docs"])
+            line += f", N^{lucene_growth:.2f} (Lucene)"
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docs", type=int, default=200_000)
-    parser.add_argument("--queries", type=int, default=20_000)
+    parser.add_argument("--docs", type=int, nargs="+", default=[200_000])
+    parser.add_argument("--queries", type=int, default=5_000)
     parser.add_argument("--k", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs per figure; the best counts")
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds per contender, interleaved; medians count")
+    parser.add_argument("--analyzer", default="plain", help="the embedded engine's analyzer (Lucene's side is always plain)")
+    parser.add_argument("--lucene", action="store_true", help="run Lucene 9.9.1 side by side (needs a JDK 21+; fetches the Anserini jar)")
     parser.add_argument("--out", default="bench/out")
     args = parser.parse_args()
 
-    corpus = Path(args.out) / f"engine_corpus_{args.docs}.jsonl"
-    if not corpus.exists():
-        t0 = time.perf_counter()
-        child = multiprocessing.get_context("spawn").Process(target=write_corpus, args=(corpus, args.docs))
-        child.start()
-        child.join()
-        if child.exitcode:
-            sys.exit(f"corpus generation failed with exit code {child.exitcode}")
-        print(f"generated {args.docs:,} documents ({corpus.stat().st_size / 1e6:.0f} MB JSONL) in {time.perf_counter() - t0:.0f} s")
-
-    warm = EmbeddedEngine(analyzer_for("en"))  # load numba's compiled kernels first
+    lucene_reason = lucene_jar.available() if args.lucene else "not asked (--lucene)"
+    if args.lucene and lucene_reason is not None:
+        print(f"Lucene side by side unavailable: {lucene_reason}; our figures alone")
+    if args.lucene and args.analyzer != "plain":
+        sys.exit("--lucene compares the plain analyzer only (Lucene's side is the pattern tokenizer + lowercase)")
+    warm = EmbeddedEngine(analyzer_named(args.analyzer))  # load numba's compiled kernels first
     warm.index([(["a", "b"], ["One title", "Two"], ["some text", "more text"])])
     warm.search(["title text"], 10)
+    warm.search(["title text"], 10, exhaustive=True)
     del warm
-    rss_start = peak_rss_mb()
-    engine = EmbeddedEngine(analyzer_for("en"), threads=1)
-    t0 = time.perf_counter()
-    engine.index(read_corpus(str(corpus)))
-    build = time.perf_counter() - t0
-    rss_built = peak_rss_mb()
-    memory = engine.memory()
 
-    rng = np.random.default_rng(7)
-    titles: list[str] = []
-    picks = set(rng.choice(len(engine.doc_ids), min(args.queries, len(engine.doc_ids)), replace=False).tolist())
-    for _, batch_titles, _ in read_corpus(str(corpus)):
-        titles.extend(batch_titles)
-    queries = [titles[i] for i in sorted(picks)]
-    del titles
-    engine.search(queries[:100], args.k)  # warm up the caches
-
-    rates = {}
-    for threads in (1, 2):
-        engine.threads = threads
-        rates[threads] = 0.0
-        for _ in range(args.repeat):  # best of: other processes on the machine only ever slow a run down
-            t0 = time.perf_counter()
-            hits = engine.search(queries, args.k)
-            rates[threads] = max(rates[threads], len(queries) / (time.perf_counter() - t0))
-    analysis = time.perf_counter()
-    for query in queries:
-        engine.query_terms(query)
-    analysis = len(queries) / (time.perf_counter() - analysis)
-
-    peak_rss = peak_rss_mb()  # before bm25s loads
-    reference = bm25s_rates(engine, queries, args.k, args.repeat)
-
-    results = {
-        "docs": len(engine.doc_ids),
-        "terms": len(engine.vocab),
-        "postings": memory["postings"],
-        "bytes_per_posting": memory["posting_bytes"] / memory["postings"],
-        "index_bytes_per_posting": memory["index_bytes"] / memory["postings"],
-        "index_mb": memory["index_bytes"] / 1e6,
-        "build_s": build,
-        "docs_per_s": len(engine.doc_ids) / build,
-        "peak_rss_mb": peak_rss,
-        "rss_before_build_mb": rss_start,
-        "rss_after_build_mb": rss_built,
-        "queries": len(queries),
-        "mean_hits": float(np.mean([len(h.positions) for h in hits])),
-        "queries_per_s_1_thread": rates[1],
-        "queries_per_s_2_threads": rates[2],
-        "query_analysis_per_s": analysis,
-        "bm25s_text_only_queries_per_s_1_thread": reference[1],
-        "bm25s_text_only_queries_per_s_2_threads": reference[2],
-        "load_average_1min": os.getloadavg()[0],
-    }
-    print(f"index: {results['docs']:,} docs, {results['terms']:,} terms, {results['postings']:,} postings (title + text)")
-    print(f"  build {build:.1f} s ({results['docs_per_s']:,.0f} docs/s, english analyzer, one thread)")
-    print(f"  {results['bytes_per_posting']:.2f} bytes per posting (doc int32 + tf uint16); "
-          f"{results['index_bytes_per_posting']:.2f} with term offsets and norms; {results['index_mb']:,.0f} MB in all")
-    print(f"  peak RSS {results['peak_rss_mb']:,.0f} MB (before the build {rss_start:,.0f} MB)")
-    print(f"search: {len(queries):,} title queries, k={args.k}, {results['mean_hits']:.1f} hits per query on average")
-    print(f"  1 thread:  {rates[1]:8,.0f} queries/s")
-    print(f"  2 threads: {rates[2]:8,.0f} queries/s")
-    print(f"  query analysis alone: {analysis:,.0f} queries/s (python {sys.version.split()[0]})")
-    print(f"bm25s numba, text field only: {reference[1]:,.0f} queries/s on 1 thread, {reference[2]:,.0f} on 2")
-    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (other work slows every figure)")
-    (Path(args.out) / "engine_results.json").write_text(json.dumps(results, indent=2) + "\n")
+    results = []
+    for n_docs in sorted(args.docs):
+        results.append(measure(args, n_docs, lucene_reason))
+        print(json.dumps(results[-1]))
+    report(results)
+    record = {"date": datetime.date.today().isoformat(), "cpus": os.cpu_count(), "python": sys.version.split()[0], "results": results}
+    (Path(args.out) / "engine_results.json").write_text(json.dumps(record, indent=2) + "\n")
 
 
 if __name__ == "__main__":

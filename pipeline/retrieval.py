@@ -191,13 +191,12 @@ def save_index(engine, folder: str) -> None:
 def load_index(folder: str, settings: RetrievalSettings, lang: str):
     """The engine ``save_index`` stored, ready to search."""
     from clirmatrix.pipeline.engines.analyzers import analyzer_for
-    from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
+    from clirmatrix.pipeline.engines.embedded import EmbeddedEngine, Postings
 
     arrays = {}
-    for name in ("title", "text"):
-        for part in ("indptr", "docs", "tfs", "norms", "counts"):
-            with fileio.open_raw(fileio.join(folder, f"{name}.{part}.npy")) as handle:
-                arrays[f"{name}.{part}"] = np.lib.format.read_array(handle)
+    for part in Postings.PARTS:
+        with fileio.open_raw(fileio.join(folder, f"{part}.npy")) as handle:
+            arrays[part] = np.lib.format.read_array(handle)
     terms = read_table([fileio.join(folder, "terms.parquet")], _TERMS).column("term").to_pylist()
     return EmbeddedEngine.from_arrays(analyzer_for(lang), settings.bm25, arrays, terms, threads=settings.threads)
 

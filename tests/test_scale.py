@@ -157,7 +157,7 @@ def test_shard_engines_with_the_collection_statistics_score_as_one_engine(analyz
         shards.append((engine, low))
     statistics = shards[0][0].local_statistics() + shards[1][0].local_statistics() + shards[2][0].local_statistics()
     for engine, _ in shards:
-        global_df = [np.array([whole.title.document_frequencies()[whole.vocab[t]] for t in engine.terms()]), np.array([whole.text.document_frequencies()[whole.vocab[t]] for t in engine.terms()])]
+        global_df = [np.array([whole_df[whole.vocab[t]] for t in engine.terms()]) for whole_df in whole.local_document_frequencies()]
         engine.use_statistics(statistics, *global_df)
     merged = merge_hits([hits_table(0, engine.search(queries, 10), low) for engine, low in shards], 10)
     assert merged.equals(expected)

@@ -18,7 +18,8 @@ bigrams        words, except that runs of an unspaced script     ``pattern`` tok
 length         drop tokens over 255 UTF-16 units (Lucene         ``length`` filter, max 255
                rejects a document with an immense term)
 stop           drop listed words (``stopwords.STOPWORDS``)       ``stop`` filter, the same explicit list
-snowball       PyStemmer                                         ``snowball`` filter, ``language`` as named
+snowball       PyStemmer 2.2.0.3 (Snowball 2.2.0 in C); for      ``snowball`` filter, ``language`` as named
+               German2 ``german2_prelude`` first                 (org.tartarus.snowball.ext.<language>Stemmer)
 =============  ================================================  =========================================
 
 Lowercasing the whole text before tokenizing gives the same tokens as ES's order
@@ -27,17 +28,33 @@ of the classes above (a test checks every code point). Both sides read Unicode
 categories from their own runtime (Python 3.11: Unicode 14, JDK 21: Unicode 15), so
 characters assigned in between may split differently.
 
-Checked against Lucene 8.7's own PatternTokenizer, LengthFilter, LowerCaseFilter,
-StopFilter and SnowballFilter on 4,000 random mixed-script texts: the tokens of
-``plain``, ``bigram`` and every stop-list chain were identical, and so were the stems
-of arabic, armenian, basque, catalan, dutch, english, french, hungarian, irish,
-italian, lithuanian, portuguese, spanish and turkish. Snowball has changed since:
-danish, estonian, finnish, german (ß), norwegian, romanian (ş/ș), russian (ё) and
-swedish differed on some words, and Lucene 8.7 lacks greek, hindi, indonesian,
-nepali, serbian, tamil and yiddish. PyStemmer 3.x is Snowball 3 (which renamed the
-original Dutch stemmer ``dutch_porter`` and folded ``german2`` into ``german``);
-Elasticsearch 8 runs Lucene 9's Snowball 2, so its settings check must compare
-stems on real text per language.
+Checked against Lucene 9.9.1 itself (the Anserini 1.7.1 jar that ``lucene_jar`` finds;
+Elasticsearch 8 runs Lucene 9), each chain built from ``spec`` by
+``java/LuceneAnalyze.java`` as ES builds it: on 1.7 million real texts in 200 languages
+(the Wikidata fixtures and the gettext catalogs of a Debian machine) and on the sample
+dumps, every language's chain gives Lucene's tokens, and so do ``plain`` and ``bigram``
+on all of them. ``tests/test_analyzer_parity.py`` repeats this on the fixtures and the sample
+dumps; docs/analyzers.md has the numbers per language and the command.
+
+Which stemmer: Lucene 9's Snowball was generated from a 2020 Snowball commit (newer than
+release 2.0, older than 2.1), with Armenian and an early Estonian patched in and German2
+built. PyStemmer 3.x (Snowball 3) stems English, Danish, Finnish, French, German,
+Lithuanian, Norwegian, Romanian, Spanish and Swedish words differently (up to 2.6% of a
+language's tokens), so the dependency is pinned to PyStemmer 2.2.0.3 (Snowball 2.2.0),
+whose stems equal Lucene's in every language here on all that text. PyStemmer 2.0.1
+lacks Armenian and Serbian; the pure-Python snowballstemmer 2.1/2.2 agrees too but is
+50-75x slower. Three languages need more:
+
+- German: ES's ``German2`` is German with a prelude that also reads ae, oe, ue as ä, ö,
+  ü. PyStemmer 2.2 has no german2, so ``german2_prelude`` does that part and PyStemmer's
+  ``german`` the rest (the tests check it on 20,000 random words as well).
+- Dutch: ES's ``Dutch`` is the original Snowball Dutch, PyStemmer 2.2's ``dutch``
+  (PyStemmer 3 renamed it ``dutch_porter``).
+- Estonian and Yiddish get no stemmer, on either side: Lucene's Estonian (the 2019
+  contribution; Snowball 3's differs) and Yiddish (without the ``-et`` rules of
+  Snowball 2.1) are in no Python package; the closest, Snowball 3's, differ on 1.1% of
+  Estonian and 0.7% of Yiddish tokens. Estonian keeps its Lucene stop list; Yiddish is
+  ``plain``.
 """
 
 from __future__ import annotations
@@ -229,6 +246,76 @@ def _stemmer(algorithm: str) -> Stemmer.Stemmer:
     return stemmer
 
 
+# Lucene's German2Stemmer is Snowball's German with a longer prelude; PyStemmer 2.2 has
+# only German, so german2_prelude does the difference before PyStemmer's german runs.
+_GERMAN_VOWELS = frozenset("aeiouyäöü")
+_UMLAUT_SPELLINGS = {"ae": "ä", "oe": "ö", "ue": "ü"}
+# A ß that German2's prelude leaves alone stays ß in Lucene, but PyStemmer's german would
+# make it ss: it travels as this private-use character, which no token holds (not L/M/N).
+_KEPT_SHARP_S = "\ue000"
+
+
+def german2_prelude(word: str) -> str:
+    """Rewrite a lowercased word as German2's prelude does, leaving German's prelude to PyStemmer.
+
+    First u and y between vowels become U and Y (consonants to the stemmer; its postlude
+    lowercases them). Then, left to right: ae, oe, ue become ä, ö, ü and ß becomes ss,
+    except that "qu" skips itself and the two letters after it, and the scan stops where
+    fewer than two follow a "qu". Checked against Lucene's German2Stemmer on real and
+    random words (tests/test_analyzer_parity.py).
+    """
+    chars = list(word)
+    i = 0
+    while i + 2 < len(chars):
+        if chars[i] in _GERMAN_VOWELS and chars[i + 1] in "uy" and chars[i + 2] in _GERMAN_VOWELS:
+            chars[i + 1] = chars[i + 1].upper()
+            i += 2
+        else:
+            i += 1
+    marked = "".join(chars)
+    out: list[str] = []
+    i = 0
+    while i < len(marked):
+        pair = marked[i : i + 2]
+        if pair in _UMLAUT_SPELLINGS:
+            out.append(_UMLAUT_SPELLINGS[pair])
+            i += 2
+        elif pair == "qu":
+            skipped = marked[i : i + 4]  # all of the rest when the scan stops here
+            out.append(skipped.replace("ß", _KEPT_SHARP_S))
+            i += 4
+        elif marked[i] == "ß":
+            out.append("ss")
+            i += 1
+        else:
+            out.append(marked[i])
+            i += 1
+    return "".join(out)
+
+
+def _german2_stems(stemmer: Stemmer.Stemmer, tokens: list[str]) -> list[str]:
+    # Words without ae, oe, ue or q come out of both preludes alike (most words): only the others are rewritten.
+    rewritten = [i for i, t in enumerate(tokens) if "ae" in t or "oe" in t or "ue" in t or "q" in t]
+    if not rewritten:
+        return stemmer.stemWords(tokens)
+    prepared = list(tokens)
+    for i in rewritten:
+        prepared[i] = german2_prelude(tokens[i])
+    stems = stemmer.stemWords(prepared)
+    for i in rewritten:
+        if _KEPT_SHARP_S in stems[i]:
+            stems[i] = stems[i].replace(_KEPT_SHARP_S, "ß")
+    return stems
+
+
+def stem_words(algorithm: str, es_language: str, tokens: list[str]) -> list[str]:
+    """Stems of tokens as Lucene's Snowball ``es_language`` gives them, using PyStemmer's ``algorithm``."""
+    stemmer = _stemmer(algorithm)
+    if es_language == "German2":
+        return _german2_stems(stemmer, tokens)
+    return stemmer.stemWords(tokens)
+
+
 @dataclass(frozen=True)
 class Analyzer:
     """A callable ``text -> tokens``; ``spec`` is its Elasticsearch twin.
@@ -240,8 +327,8 @@ class Analyzer:
     name: str
     tokenizer: str = "words"
     stopwords: tuple[str, ...] = ()
-    stemmer: str | None = None  # PyStemmer algorithm
-    es_stemmer: str | None = None  # Elasticsearch ``snowball`` filter language
+    stemmer: str | None = None  # PyStemmer algorithm (of the pinned PyStemmer 2.2.0.3)
+    es_stemmer: str | None = None  # Elasticsearch ``snowball`` filter language (Lucene's <language>Stemmer)
     _stopset: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -258,8 +345,8 @@ class Analyzer:
         if self._stopset:
             stop = self._stopset
             tokens = [t for t in tokens if t not in stop]
-        if self.stemmer is not None and tokens:
-            tokens = _stemmer(self.stemmer).stemWords(tokens)
+        if self.stemmer is not None and self.es_stemmer is not None and tokens:
+            tokens = stem_words(self.stemmer, self.es_stemmer, tokens)
         return tokens
 
     @property
@@ -279,7 +366,8 @@ class Analyzer:
 
 # Chains with a stop list and/or a Snowball stemmer:
 # name -> (stop list, PyStemmer algorithm, Elasticsearch snowball language).
-# A stemmer is used only where both PyStemmer and Lucene 9 (ES 8) have it.
+# A stemmer is used only where PyStemmer 2.2.0.3 stems as Lucene 9 (ES 8) does
+# (see the module docstring: not Estonian, not Yiddish).
 _CHAINS: dict[str, tuple[str | None, str | None, str | None]] = {
     "arabic": ("ar", "arabic", "Arabic"),
     "armenian": ("hy", "armenian", "Armenian"),
@@ -289,13 +377,13 @@ _CHAINS: dict[str, tuple[str | None, str | None, str | None]] = {
     "catalan": ("ca", "catalan", "Catalan"),
     "czech": ("cs", None, None),
     "danish": ("da", "danish", "Danish"),
-    "dutch": ("nl", "dutch_porter", "Dutch"),
+    "dutch": ("nl", "dutch", "Dutch"),  # the original Snowball Dutch, Lucene's DutchStemmer
     "english": ("en", "english", "English"),
-    "estonian": ("et", "estonian", "Estonian"),
+    "estonian": ("et", None, None),  # Lucene's Estonian is in no Python stemmer
     "finnish": ("fi", "finnish", "Finnish"),
     "french": ("fr", "french", "French"),
     "galician": ("gl", None, None),
-    "german": ("de", "german", "German2"),
+    "german": ("de", "german", "German2"),  # with german2_prelude
     "greek": ("el", "greek", "Greek"),
     "hindi": ("hi", "hindi", "Hindi"),
     "hungarian": ("hu", "hungarian", "Hungarian"),
@@ -317,7 +405,6 @@ _CHAINS: dict[str, tuple[str | None, str | None, str | None]] = {
     "swedish": ("sv", "swedish", "Swedish"),
     "tamil": (None, "tamil", "Tamil"),
     "turkish": ("tr", "turkish", "Turkish"),
-    "yiddish": (None, "yiddish", "Yiddish"),
 }
 
 # THE table: which analyzer each language gets. "plain" = words + lowercase only,
@@ -327,26 +414,26 @@ _CHAINS: dict[str, tuple[str | None, str | None, str | None]] = {
 LANGUAGE_ANALYZERS: dict[str, str] = {
     # Snowball stemmer (and the language's Lucene stop list where Lucene has one)
     "ar": "arabic", "ca": "catalan", "da": "danish", "de": "german", "el": "greek", "en": "english",
-    "es": "spanish", "et": "estonian", "eu": "basque", "fi": "finnish", "fr": "french", "ga": "irish",
+    "es": "spanish", "eu": "basque", "fi": "finnish", "fr": "french", "ga": "irish",
     "hi": "hindi", "hu": "hungarian", "hy": "armenian", "id": "indonesian", "it": "italian",
     "lt": "lithuanian", "ne": "nepali", "nl": "dutch", "no": "norwegian", "pt": "portuguese",
-    "ro": "romanian", "ru": "russian", "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish",
+    "ro": "romanian", "ru": "russian", "sv": "swedish", "ta": "tamil", "tr": "turkish",
     "simple": "english",  # Simple English Wikipedia
     # Serbo-Croatian standards share Serbian's inflection; Snowball's Serbian reads both scripts
     "sr": "serbian", "sh": "serbian", "hr": "serbian", "bs": "serbian",
-    # Lucene stop list, no Snowball stemmer in Lucene 9
-    "bg": "bulgarian", "bn": "bengali", "ckb": "sorani", "cs": "czech", "fa": "persian", "gl": "galician",
-    "lv": "latvian", "pl": "polish",
+    # Lucene stop list, no Snowball stemmer in Lucene 9 (Estonian: Lucene's is in no Python package)
+    "bg": "bulgarian", "bn": "bengali", "ckb": "sorani", "cs": "czech", "et": "estonian", "fa": "persian",
+    "gl": "galician", "lv": "latvian", "pl": "polish",
     # unspaced scripts (and Korean, as Lucene's CJK analyzer does)
     "zh": "bigram", "ja": "bigram", "ko": "bigram", "th": "bigram", "my": "bigram", "wuu": "bigram",
     "lo": "bigram", "km": "bigram", "bo": "bigram", "gan": "bigram", "zh-yue": "bigram", "yue": "bigram",
     "zh-classical": "bigram", "lzh": "bigram",
-    # the rest of BI-139: tokenize and lowercase only
+    # the rest of BI-139: tokenize and lowercase only (Yiddish: Lucene's stemmer is in no Python package)
     **dict.fromkeys(
         """af als am an arz ast az azb ba bar be bpy br bug cdo ce ceb cv cy diq eml eo fo fy gd gu he hsb
         ht ia ilo io is jv ka kk kn ku ky la lb li lmo mai mg mhr min mk ml mn mr mrj ms mzn nap nds new nn
         oc or os pa pms pnb ps qu sa sah scn sco sd si sk sl sq su sw szl te tg tl tt uk ur uz vec vi vo wa
-        war xmf yo""".split(),
+        war xmf yi yo""".split(),
         "plain",
     ),
 }

@@ -1,29 +1,43 @@
-"""The embedded BM25 engine: an in-memory two-field index scored like Lucene, top-k in numba.
+"""The embedded BM25 engine: a compact in-memory two-field index scored like Lucene, top-k pruned in numba.
 
-Indexing streams batches: each field's tokens become (term id, tf) postings grouped
-by document, stored per batch as int32 + uint16, with one norm byte per document.
-``index`` then counting-sorts them into one posting list per term (documents in
-index order: int32 document + uint16 frequency = 6 bytes a posting, uint32 when a
-frequency passes 65,535), freeing the batches as it goes.
+Indexing streams batches: each field's tokens become (term id, tf) postings grouped by
+document, with one norm byte per document. ``index`` counting-sorts them into one
+posting list per term (documents in index order), then packs every list into blocks
+of ``BLOCK`` postings: the gaps between document ids (minus one) and the frequencies
+(minus one), each bit-packed at the width of the block's largest value (FOR coding,
+as Lucene's postings do), with each block's last document, word offset and two bit
+widths beside it. Common terms pack to a few bits a posting, rare ones to about
+log2(documents / df); see ``memory``.
 
 A query is analysed like the documents. Elasticsearch's ``match`` query makes one
 SHOULD clause per token and Lucene's BooleanQuery rewrite merges repeated clauses into
-one whose boost is their count, so here each distinct term is one clause per field
-with boost = field boost x count: a repeated word adds its score once per occurrence.
-The numba kernel scores each clause's postings into per-field double accumulators
-(touched documents only), combines the fields the way Lucene does for the query
-Elasticsearch builds (``best_fields``: the larger field score, a DisjunctionMaxQuery;
-``most_fields``: title + text, where Lucene flattens the unboosted text clauses into
-the outer sum) and keeps the top ``k`` in a heap ordered by score, then by document
-position, Lucene's tie order. See ``lucene_bm25`` for the formula. Against Lucene 8.7
-on a random 20,000-document corpus and 1,350 queries (repeated terms, empty titles,
-long texts), every top 100 and every score was identical to the bit, with both
-combinations. Queries run on ``threads`` Python threads; the kernel releases the GIL.
+one whose boost is their count, so each distinct term is one clause per field with
+weight = field boost x count x idf: a repeated word adds its score once per
+occurrence. A clause scores a posting as Lucene does (``lucene_bm25``), in float32;
+each field's clause scores add up in double; the fields combine as Lucene does for the
+query Elasticsearch builds (``best_fields``: the larger field score, a
+DisjunctionMaxQuery; ``most_fields``: title + text, the unboosted text clauses
+flattened into the outer sum). Ties rank in document order, as in Lucene.
 
-The collection statistics (documents and tokens per field, and each term's
-document frequency per field) are the index's own unless ``use_statistics`` gives
-those of a larger collection: an engine over one shard of a language then scores
-every document exactly as an engine over the whole language would.
+Pruning (``search``) is block-max MaxScore, as Lucene 9's ``MaxScoreBulkScorer``: under
+the collection statistics in use, each block's largest ``1 + tf * norm_inverse[norm]``
+gives its exact largest score for any clause weight (the score is monotonic in it).
+Documents are visited in order, window by window; in each window the clauses whose
+window maxima together cannot beat the current 100th score are "non-essential": only
+documents of the other clauses are candidates, and a candidate consults the
+non-essential clauses (largest first) only while its score can still get in. A
+window no clause can win is skipped without decoding. Visiting documents in order, a
+candidate enters the top k only with a strictly larger score than the k-th, which is
+exactly Lucene's tie order, so pruned results equal ``search(..., exhaustive=True)``
+(every posting scored, the oracle) hit for hit and bit for bit: the clause scores are
+the same float32 values and their double sums are exact in any order (tested on every
+analyzer family and on adversarial cases in tests/test_engine_pruning.py).
+
+The collection statistics (documents and tokens per field, and each term's document
+frequency per field) are the index's own unless ``use_statistics`` gives those of a
+larger collection: an engine over one shard of a language then scores every document
+exactly as an engine over the whole language would. Queries run on ``threads`` Python
+threads; the kernels release the GIL.
 """
 
 from __future__ import annotations
@@ -34,7 +48,7 @@ import queue
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import itemgetter
 
 import numba
@@ -44,35 +58,107 @@ from clirmatrix.pipeline.engines import lucene_bm25
 from clirmatrix.pipeline.engines.analyzers import Analyzer
 from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics, DocBatch, FieldStatistics, Hits, empty_hits
 
+BLOCK = 128  # postings per block: the unit of packing, skipping and maximum scores
+NO_MORE = np.int32(np.iinfo(np.int32).max)  # a cursor past its last posting
+UP = 1.0 + 1e-12  # raises a double sum of upper bounds past any reordering error of the sum it bounds
+FIELDS = ("title", "text")  # field 0 and field 1 of every two-row array
 _MIN_QUERIES_PER_TASK = 64
 _QUERIES_PER_CALL = 8_192  # bounds the (queries x k) result buffers
 _ANALYZE_DOCS = 2_000  # documents whose tokens are held as strings at once while indexing
 
 
 @dataclass
-class FieldIndex:
-    """One field's postings (CSR by term id) and statistics."""
+class Postings:
+    """Both fields' packed postings (see the module docstring); row 0 of two-row arrays is ``title``, row 1 ``text``.
 
-    indptr: np.ndarray  # int64 [terms + 1]
-    docs: np.ndarray  # int32 [postings], ascending within a term
-    tfs: np.ndarray  # uint16 or uint32 [postings]
-    norms: np.ndarray  # uint8 [documents]: Lucene's norm byte of the field length
-    doc_count: int  # documents with at least one token in the field
-    sum_total_term_freq: int
+    The fields share one block table: a term's blocks in ``title`` come first, those of
+    every term in ``text`` after them, so the kernels reach any block with one index.
+    """
+
+    indptr: np.ndarray  # int64 [2, terms + 1]: per field, postings before each term (df is the difference)
+    block_last: np.ndarray  # int32 [blocks]: the last document of each block
+    block_start: np.ndarray  # uint32 [blocks + 1]: each block's first word in ``words``
+    doc_bits: np.ndarray  # uint8 [blocks]: bits of each document gap (gap - 1)
+    tf_bits: np.ndarray  # uint8 [blocks]: bits of each frequency (tf - 1)
+    words: np.ndarray  # uint32 [block_start[-1] + 2]: the packed blocks, and spare words to read past them
+    norms: np.ndarray  # uint8 [2, documents]: Lucene's norm byte of each field's length
+    counts: np.ndarray  # int64 [2, 2]: per field, documents with a token in it and its tokens
+    block_ptr: np.ndarray = field(init=False)  # int64 [2, terms + 1]: per field, each term's first block
+    _maxima: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False)  # (caches, block, term maxima)
+
+    PARTS = ("indptr", "block_last", "block_start", "doc_bits", "tf_bits", "words", "norms", "counts")
+
+    def __post_init__(self) -> None:
+        blocks = (np.diff(self.indptr, axis=1) + BLOCK - 1) // BLOCK
+        self.block_ptr = np.zeros(self.indptr.shape, dtype=np.int64)
+        np.cumsum(blocks[0], out=self.block_ptr[0, 1:])
+        self.block_ptr[1] = self.block_ptr[0, -1]
+        self.block_ptr[1, 1:] += np.cumsum(blocks[1])
+
+    @classmethod
+    def pack(cls, fields: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], norms: np.ndarray, counts: np.ndarray) -> "Postings":
+        """Pack the two fields' posting lists, each given as CSR ``(indptr, docs, tfs)`` with documents ascending within a term."""
+        blocks = sum(int(((np.diff(indptr) + BLOCK - 1) // BLOCK).sum()) for indptr, _, _ in fields)
+        block_last = np.empty(blocks, np.int32)
+        block_start = np.empty(blocks + 1, np.int64)
+        doc_bits = np.empty(blocks, np.uint8)
+        tf_bits = np.empty(blocks, np.uint8)
+        block, word = 0, 0
+        for indptr, docs, tfs in fields:
+            block, word = _layout(indptr, docs, tfs, block, word, block_last, block_start, doc_bits, tf_bits)
+        block_start[blocks] = word
+        if word >= 2**32:
+            raise ValueError(f"{word * 4:,} bytes of postings: more than one index holds (16 GiB); index fewer documents at once")
+        block_start = block_start.astype(np.uint32)
+        words = np.zeros(word + 2, np.uint32)
+        block = 0
+        for indptr, docs, tfs in fields:
+            block = _pack(indptr, docs, tfs, block, block_start, doc_bits, tf_bits, words)
+        return cls(np.stack([indptr for indptr, _, _ in fields]), block_last, block_start, doc_bits, tf_bits, words, norms, counts)
 
     @property
     def postings(self) -> int:
-        return int(self.docs.shape[0])
+        return int(self.indptr[:, -1].sum())
 
-    def statistics(self) -> FieldStatistics:
-        return FieldStatistics(self.doc_count, self.sum_total_term_freq)
+    @property
+    def blocks(self) -> int:
+        return int(self.block_last.shape[0])
 
-    def document_frequencies(self) -> np.ndarray:
-        """Documents with each term in this field, by term id (the posting list lengths)."""
-        return np.diff(self.indptr)
+    def statistics(self, f: int) -> FieldStatistics:
+        return FieldStatistics(int(self.counts[f, 0]), int(self.counts[f, 1]))
+
+    def document_frequencies(self, f: int) -> np.ndarray:
+        """Documents with each term in field ``f``, by term id (the posting list lengths)."""
+        return np.diff(self.indptr[f])
+
+    def unpack(self, f: int) -> tuple[np.ndarray, np.ndarray]:
+        """Field ``f``'s postings as CSR (int32 documents, int64 frequencies) in ``indptr[f]`` order: for checks and references."""
+        docs = np.empty(self.indptr[f, -1], np.int32)
+        tfs = np.empty(self.indptr[f, -1], np.int64)
+        _unpack_all(self.indptr[f], self.block_ptr[f], self.block_last, self.block_start, self.doc_bits, self.tf_bits, self.words, docs, tfs)
+        return docs, tfs
+
+    def maxima(self, caches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The largest ``1 + tf * norm_inverse[norm]`` (``caches`` row of the field) of each block (float32 [blocks]) and of each term (float32 [2, terms]).
+
+        A clause's score grows with it, so it gives the block's or the posting list's
+        exact largest score for any clause weight.
+        """
+        if self._maxima is None or not np.array_equal(self._maxima[0], caches):
+            blocks = np.empty(self.blocks, np.float32)
+            terms = np.empty((2, self.indptr.shape[1] - 1), np.float32)
+            for f in range(2):
+                _block_maxima(self.indptr[f], self.block_ptr[f], self.block_last, self.block_start, self.doc_bits, self.tf_bits, self.words, self.norms[f], caches[f], blocks, terms[f])
+            self._maxima = (caches.copy(), blocks, terms)
+        return self._maxima[1], self._maxima[2]
 
     def nbytes(self) -> int:
-        return self.indptr.nbytes + self.docs.nbytes + self.tfs.nbytes + self.norms.nbytes
+        """Bytes of the stored index (packed postings, block table, term offsets, norms)."""
+        return sum(getattr(self, part).nbytes for part in self.PARTS)
+
+    def search_nbytes(self) -> int:
+        """Bytes searching adds: each term's first block, and each block's and term's maximum."""
+        return self.block_ptr.nbytes + 4 * self.blocks + 4 * (self.indptr.size - 2)
 
 
 class _FieldBuilder:
@@ -99,7 +185,8 @@ class _FieldBuilder:
         self.doc_count += int(np.count_nonzero(lengths))
         self.sum_total_term_freq += int(lengths.sum())
 
-    def finish(self, n_terms: int) -> FieldIndex:
+    def finish(self, n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The field's postings as CSR ``(indptr, docs, tfs)`` by term id; frees the batches as it goes."""
         df = np.zeros(n_terms, dtype=np.int64)
         for terms, _, _ in self.chunks:
             _count(terms, df)
@@ -114,18 +201,21 @@ class _FieldBuilder:
             terms, tfs, per_doc = self.chunks.pop(0)
             _scatter(terms, tfs, per_doc, first_doc, cursor, docs, tfs_out)
             first_doc += per_doc.shape[0]
+        return indptr, docs, tfs_out
+
+    def finish_norms(self) -> np.ndarray:
         norms = np.concatenate(self.norms) if self.norms else np.zeros(0, np.uint8)
         self.norms = []
-        return FieldIndex(indptr, docs, tfs_out, norms, self.doc_count, self.sum_total_term_freq)
+        return norms
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _count(terms, df):
     for t in terms:
         df[t] += 1
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _scatter(terms, tfs, per_doc, first_doc, cursor, out_docs, out_tfs):
     p = 0
     for i in range(per_doc.shape[0]):
@@ -136,6 +226,141 @@ def _scatter(terms, tfs, per_doc, first_doc, cursor, out_docs, out_tfs):
             out_tfs[c] = tfs[p]
             cursor[t] = c + 1
             p += 1
+
+
+# ---- the block codec -------------------------------------------------------------------
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _bit_length(value):
+    bits = 0
+    while value:
+        bits += 1
+        value >>= 1
+    return bits
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _layout(indptr, docs, tfs, b, word, block_last, block_start, doc_bits, tf_bits):
+    """Each block's last document, bit widths and first word, from block ``b`` and word ``word`` on; returns where they end."""
+    for t in range(indptr.shape[0] - 1):
+        prev = -1
+        for s in range(indptr[t], indptr[t + 1], BLOCK):
+            e = min(s + BLOCK, indptr[t + 1])
+            gaps = 0
+            freqs = 0
+            for p in range(s, e):
+                gaps |= docs[p] - prev - 1
+                prev = docs[p]
+                freqs |= np.int64(tfs[p]) - 1
+            doc_bits[b] = _bit_length(gaps)
+            tf_bits[b] = _bit_length(freqs)
+            block_last[b] = prev
+            block_start[b] = word
+            word += ((e - s) * (np.int64(doc_bits[b]) + np.int64(tf_bits[b])) + 31) // 32
+            b += 1
+    return b, word
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _put(words, bit, width, value):
+    i = bit >> 5
+    shifted = np.uint64(value) << np.uint64(bit & 31)
+    words[i] |= np.uint32(shifted & np.uint64(0xFFFFFFFF))
+    if (bit & 31) + width > 32:
+        words[i + 1] |= np.uint32(shifted >> np.uint64(32))
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _get(words, bit, mask):
+    # Unsigned: numba then skips its negative-index wraparound (measured 2x on this loop).
+    i = np.uint64(bit) >> np.uint64(5)
+    pair = (np.uint64(words[i + np.uint64(1)]) << np.uint64(32)) | np.uint64(words[i])
+    return np.int64((pair >> (np.uint64(bit) & np.uint64(31))) & mask)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _pack(indptr, docs, tfs, b, block_start, doc_bits, tf_bits, words):
+    for t in range(indptr.shape[0] - 1):
+        prev = -1
+        for s in range(indptr[t], indptr[t + 1], BLOCK):
+            e = min(s + BLOCK, indptr[t + 1])
+            bit = np.int64(block_start[b]) * 32
+            db = np.int64(doc_bits[b])
+            for p in range(s, e):
+                if db:
+                    _put(words, bit, db, docs[p] - prev - 1)
+                    bit += db
+                prev = docs[p]
+            tb = np.int64(tf_bits[b])
+            if tb:
+                for p in range(s, e):
+                    _put(words, bit, tb, np.int64(tfs[p]) - 1)
+                    bit += tb
+            b += 1
+    return b
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _decode(words, start_word, n, db, tb, base, out_docs, out_tfs):
+    """Block postings into ``out_docs`` (int32) and ``out_tfs`` (float32 as scores use them, or int64)."""
+    bit = np.int64(start_word) * 32
+    doc = np.int64(base)
+    if db == 0:
+        for i in range(n):
+            doc += 1
+            out_docs[i] = doc
+    else:
+        mask = (np.uint64(1) << np.uint64(db)) - np.uint64(1)
+        for i in range(n):
+            doc += _get(words, bit, mask) + 1
+            bit += db
+            out_docs[i] = doc
+    if tb == 0:
+        for i in range(n):
+            out_tfs[i] = 1
+    else:
+        mask = (np.uint64(1) << np.uint64(tb)) - np.uint64(1)
+        for i in range(n):
+            out_tfs[i] = _get(words, bit, mask) + 1
+            bit += tb
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _decode_block(b, b0, df, block_last, block_start, doc_bits, tf_bits, words, out_docs, out_tfs):
+    """Decode block ``b`` of the term whose first block is ``b0``; returns its posting count."""
+    n = min(BLOCK, df - (b - b0) * BLOCK)
+    base = block_last[b - 1] if b > b0 else -1
+    _decode(words, block_start[b], n, np.int64(doc_bits[b]), np.int64(tf_bits[b]), base, out_docs, out_tfs)
+    return n
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _unpack_all(indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, docs, tfs):
+    for t in range(indptr.shape[0] - 1):
+        df = indptr[t + 1] - indptr[t]
+        p = indptr[t]
+        for b in range(block_ptr[t], block_ptr[t + 1]):
+            n = _decode_block(b, block_ptr[t], df, block_last, block_start, doc_bits, tf_bits, words, docs[p:], tfs[p:])
+            p += n
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _block_maxima(indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, norm_inverse, out, out_terms):
+    buf_docs = np.empty(BLOCK, np.int32)
+    buf_tfs = np.empty(BLOCK, np.float32)
+    one = np.float32(1.0)
+    for t in range(indptr.shape[0] - 1):
+        df = indptr[t + 1] - indptr[t]
+        term_best = np.float32(0.0)
+        for b in range(block_ptr[t], block_ptr[t + 1]):
+            n = _decode_block(b, block_ptr[t], df, block_last, block_start, doc_bits, tf_bits, words, buf_docs, buf_tfs)
+            best = np.float32(0.0)
+            for i in range(n):
+                best = max(best, buf_tfs[i] * norm_inverse[norms[buf_docs[i]]])
+            out[b] = one + best
+            term_best = max(term_best, out[b])
+        out_terms[t] = term_best
 
 
 class EmbeddedEngine:
@@ -155,15 +380,14 @@ class EmbeddedEngine:
         self.threads = threads
         self.doc_ids: list[str] = []
         self.vocab: dict[str, int] = {}
-        self.title: FieldIndex | None = None
-        self.text: FieldIndex | None = None
+        self.postings: Postings | None = None
         self._statistics: CollectionStatistics | None = None  # what scores use: the index's own or a collection's
-        self._dfs: tuple[np.ndarray, np.ndarray] | None = None  # (title, text) document frequencies by term id
+        self._dfs: np.ndarray | None = None  # int64 [2, terms]: (title, text) document frequencies by term id
         self._scratch: queue.SimpleQueue = queue.SimpleQueue()
 
     def index(self, batches: Iterable[DocBatch]) -> None:
         """Index ``(doc_ids, titles, texts)`` batches in document order; once per engine."""
-        if self.title is not None:
+        if self.postings is not None:
             raise RuntimeError("this engine already holds an index; make a new engine")
         builders = (_FieldBuilder(), _FieldBuilder())
         vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)
@@ -176,34 +400,28 @@ class EmbeddedEngine:
                     builder.add([self.analyzer(value or "") for value in values[start : start + _ANALYZE_DOCS]], vocab)
         vocab.default_factory = None  # a plain mapping from here on
         self.vocab = vocab
-        self.title, self.text = (builder.finish(len(vocab)) for builder in builders)
-        self._statistics, self._dfs = self.local_statistics(), self.local_document_frequencies()
+        counts = np.array([[b.doc_count, b.sum_total_term_freq] for b in builders], dtype=np.int64)
+        norms = np.stack([b.finish_norms() for b in builders])
+        self.postings = Postings.pack([b.finish(len(vocab)) for b in builders], norms, counts)
+        self._statistics, self._dfs = self.local_statistics(), self._local_dfs()
 
     @property
     def size(self) -> int:
         """Documents in the index."""
-        return len(self.title.norms) if self.title is not None else len(self.doc_ids)
+        return self.postings.norms.shape[1] if self.postings is not None else len(self.doc_ids)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The index as plain arrays (with ``terms``, all ``from_arrays`` needs): to store it and load it elsewhere."""
         self._require_index()
-        found = {}
-        for name, field in (("title", self.title), ("text", self.text)):
-            found.update({f"{name}.{part}": getattr(field, part) for part in ("indptr", "docs", "tfs", "norms")})
-            found[f"{name}.counts"] = np.array([field.doc_count, field.sum_total_term_freq], dtype=np.int64)
-        return found
+        return {part: getattr(self.postings, part) for part in Postings.PARTS}
 
     @classmethod
     def from_arrays(cls, analyzer: Analyzer, settings: Bm25Settings, arrays: dict[str, np.ndarray], terms: Sequence[str], threads: int = 1) -> "EmbeddedEngine":
         """An engine over an index stored with ``arrays`` and ``terms`` (without the documents' ids)."""
         engine = cls(analyzer, settings, threads)
         engine.vocab = {term: term_id for term_id, term in enumerate(terms)}
-        fields = []
-        for name in ("title", "text"):
-            doc_count, sum_total_term_freq = (int(value) for value in arrays[f"{name}.counts"])
-            fields.append(FieldIndex(*(arrays[f"{name}.{part}"] for part in ("indptr", "docs", "tfs", "norms")), doc_count, sum_total_term_freq))
-        engine.title, engine.text = fields
-        engine._statistics, engine._dfs = engine.local_statistics(), engine.local_document_frequencies()
+        engine.postings = Postings(*(arrays[part] for part in Postings.PARTS))
+        engine._statistics, engine._dfs = engine.local_statistics(), engine._local_dfs()
         return engine
 
     def terms(self) -> list[str]:
@@ -216,39 +434,45 @@ class EmbeddedEngine:
     def local_statistics(self) -> CollectionStatistics:
         """This index's own per-field statistics."""
         self._require_index()
-        return CollectionStatistics(self.title.statistics(), self.text.statistics())
+        return CollectionStatistics(self.postings.statistics(0), self.postings.statistics(1))
 
     def local_document_frequencies(self) -> tuple[np.ndarray, np.ndarray]:
         """(title, text) document frequencies of this index's terms, by term id."""
         self._require_index()
-        return self.title.document_frequencies(), self.text.document_frequencies()
+        return self.postings.document_frequencies(0), self.postings.document_frequencies(1)
+
+    def _local_dfs(self) -> np.ndarray:
+        return np.ascontiguousarray(np.diff(self.postings.indptr, axis=1))
 
     def use_statistics(self, statistics: CollectionStatistics, df_title: np.ndarray, df_text: np.ndarray) -> None:
         """Score with a larger collection's statistics: its per-field counts and, by this index's term id, its document frequencies."""
         self._require_index()
-        local_title, local_text = self.local_document_frequencies()
-        for name, given, local in (("title", df_title, local_title), ("text", df_text, local_text)):
-            if given.shape != local.shape:
-                raise ValueError(f"{name} document frequencies: {given.shape[0]} given for {local.shape[0]} terms")
-            if (given < local).any():
+        local = self.local_document_frequencies()
+        for f, (name, given) in enumerate((("title", df_title), ("text", df_text))):
+            if given.shape != local[f].shape:
+                raise ValueError(f"{name} document frequencies: {given.shape[0]} given for {local[f].shape[0]} terms")
+            if (given < local[f]).any():
                 raise ValueError(f"{name} document frequencies smaller than this index's own: not statistics of a collection holding it")
-        for name, given, local in (("title", statistics.title, self.title), ("text", statistics.text, self.text)):
-            if given.doc_count < local.doc_count or given.sum_total_term_freq < local.sum_total_term_freq:
+        for f, (name, given) in enumerate((("title", statistics.title), ("text", statistics.text))):
+            own = self.postings.statistics(f)
+            if given.doc_count < own.doc_count or given.sum_total_term_freq < own.sum_total_term_freq:
                 raise ValueError(f"{name} statistics {given} are smaller than this index's own")
         self._statistics = statistics
-        self._dfs = (np.ascontiguousarray(df_title, dtype=np.int64), np.ascontiguousarray(df_text, dtype=np.int64))
+        self._dfs = np.stack([np.asarray(df_title, dtype=np.int64), np.asarray(df_text, dtype=np.int64)])
 
     def _require_index(self) -> None:
-        if self.title is None or self.text is None:
+        if self.postings is None:
             raise RuntimeError("index documents first")
 
     def memory(self) -> dict[str, int]:
-        """Bytes held by the index arrays, and the posting counts."""
-        fields = [f for f in (self.title, self.text) if f is not None]
+        """Posting counts and bytes: the packed postings with their block table, and all the index holds while searching."""
+        p = self.postings
+        if p is None:
+            return {"postings": 0, "posting_bytes": 0, "index_bytes": 0}
         return {
-            "postings": sum(f.postings for f in fields),
-            "posting_bytes": sum(f.docs.nbytes + f.tfs.nbytes for f in fields),
-            "index_bytes": sum(f.nbytes() for f in fields),
+            "postings": p.postings,
+            "posting_bytes": p.words.nbytes + p.block_last.nbytes + p.block_start.nbytes + p.doc_bits.nbytes + p.tf_bits.nbytes,
+            "index_bytes": p.nbytes() + p.search_nbytes(),
         }
 
     def query_terms(self, query: str) -> dict[int, int]:
@@ -261,21 +485,38 @@ class EmbeddedEngine:
                 counts[term] = counts.get(term, 0) + 1
         return counts
 
-    def search(self, queries: Sequence[str], k: int = 100) -> list[Hits]:
-        """The top ``k`` documents of each query; fewer when fewer match, none for no tokens."""
+    def search(self, queries: Sequence[str], k: int = 100, exhaustive: bool = False) -> list[Hits]:
+        """The top ``k`` documents of each query; fewer when fewer match, none for no tokens.
+
+        ``exhaustive`` scores every posting of every query term instead of pruning: the
+        same results, slower; the oracle the pruned search is tested against.
+        """
         if k < 0:
             raise ValueError(f"k must be non-negative, not {k}")
-        if self.title is None or self.text is None:
+        if self.postings is None:
             raise RuntimeError("index documents before searching")
         k = min(k, self.size)
         if k == 0:
             return [empty_hits() for _ in queries]
+        index = self._kernel_index()
         hits: list[Hits] = []
         for start in range(0, len(queries), _QUERIES_PER_CALL):
-            hits.extend(self._search_batch(queries[start : start + _QUERIES_PER_CALL], k))
+            hits.extend(self._search_batch(queries[start : start + _QUERIES_PER_CALL], k, index, exhaustive))
         return hits
 
-    def _search_batch(self, queries: Sequence[str], k: int) -> list[Hits]:
+    def _kernel_index(self) -> tuple:
+        """The index's arrays and the scoring constants under the statistics in use, as the kernels take them."""
+        p, statistics, s = self.postings, self._statistics, self.settings
+        caches = np.stack([
+            lucene_bm25.norm_inverse_cache(s.k1, s.b, lucene_bm25.avg_field_length(f.sum_total_term_freq, f.doc_count))
+            for f in (statistics.title, statistics.text)
+        ])  # fmt: skip
+        counts = np.array([statistics.title.doc_count, statistics.text.doc_count], dtype=np.int64)
+        boosts = np.array([s.title_boost, 1.0], dtype=np.float32)
+        arrays = (p.indptr, p.block_ptr, p.block_last, p.block_start, p.doc_bits, p.tf_bits, p.words, p.norms)
+        return (*arrays, caches, *p.maxima(caches), self._dfs, counts, boosts, s.combine == "most_fields")
+
+    def _search_batch(self, queries: Sequence[str], k: int, index: tuple, exhaustive: bool) -> list[Hits]:
         n = len(queries)
         term_lists = [self.query_terms(q) for q in queries]
         q_ptr = np.zeros(n + 1, dtype=np.int64)
@@ -287,9 +528,12 @@ class EmbeddedEngine:
         out_len = np.zeros(n, dtype=np.int32)
 
         def run(lo: int, hi: int) -> None:
+            if not exhaustive:
+                _search_pruned(q_ptr, q_terms, q_counts, lo, hi, k, *index, out_pos, out_scores, out_len)
+                return
             scratch = self._take_scratch()
             try:
-                self._run(q_ptr, q_terms, q_counts, lo, hi, k, scratch, out_pos, out_scores, out_len)
+                _search_exhaustive(q_ptr, q_terms, q_counts, lo, hi, k, *index, *scratch, out_pos, out_scores, out_len)
             finally:
                 self._scratch.put(scratch)
 
@@ -304,57 +548,24 @@ class EmbeddedEngine:
         return [Hits(out_pos[i, : out_len[i]].copy(), out_scores[i, : out_len[i]].copy()) for i in range(n)]
 
     def _take_scratch(self) -> tuple[np.ndarray, ...]:
+        """Per-document accumulators of the exhaustive kernel, reused across calls."""
         try:
             return self._scratch.get_nowait()
         except queue.Empty:
             n = self.size
             return (np.zeros(n), np.zeros(n), np.zeros(n, np.bool_), np.empty(n, np.int32))
 
-    def _run(self, q_ptr, q_terms, q_counts, lo, hi, k, scratch, out_pos, out_scores, out_len) -> None:
-        title, text, s = self.title, self.text, self.settings
-        statistics, (df_title, df_text) = self._statistics, self._dfs
-        _search_range(
-            q_ptr, q_terms, q_counts, lo, hi, k,
-            title.indptr, title.docs, title.tfs, title.norms, self._cache(statistics.title), df_title, statistics.title.doc_count,
-            np.float32(s.title_boost),
-            text.indptr, text.docs, text.tfs, text.norms, self._cache(statistics.text), df_text, statistics.text.doc_count, np.float32(1.0),
-            s.combine == "most_fields", *scratch, out_pos, out_scores, out_len,
-        )  # fmt: skip
 
-    def _cache(self, field: FieldStatistics) -> np.ndarray:
-        avgdl = lucene_bm25.avg_field_length(field.sum_total_term_freq, field.doc_count)
-        return lucene_bm25.norm_inverse_cache(self.settings.k1, self.settings.b, avgdl)
+# ---- ranking ---------------------------------------------------------------------------
 
 
-@numba.njit(nogil=True, cache=True)
-def _accumulate(term, count, indptr, docs, tfs, norms, norm_inverse, dfs, doc_count, boost, acc, seen, touched, n_touched):
-    """Add one clause's float32 Lucene scores into ``acc``; returns the new touched count."""
-    start = indptr[term]
-    end = indptr[term + 1]
-    if start == end:
-        return n_touched
-    df = dfs[term]
-    idf = np.float32(math.log(1.0 + (doc_count - df + 0.5) / (df + 0.5)))
-    weight = np.float32(boost * count) * idf
-    one = np.float32(1.0)
-    for p in range(start, end):
-        d = docs[p]
-        x = one + np.float32(tfs[p]) * norm_inverse[norms[d]]
-        acc[d] += weight - weight / x
-        if not seen[d]:
-            seen[d] = True
-            touched[n_touched] = d
-            n_touched += 1
-    return n_touched
-
-
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _worse(score_a, doc_a, score_b, doc_b):
     """Whether hit a ranks below hit b: lower score, or equal score and later document."""
     return score_a < score_b or (score_a == score_b and doc_a > doc_b)
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def _sift_down(heap_s, heap_d, size, i):
     # A min-heap on rank: the root is the worst hit kept.
     while True:
@@ -370,59 +581,395 @@ def _sift_down(heap_s, heap_d, size, i):
         i = child
 
 
-@numba.njit(nogil=True, cache=True)
-def _search_range(
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _offer(heap_s, heap_d, size, k, score, d):
+    """Keep hit (score, d) if it ranks among the best ``k``; returns the new heap size."""
+    if size < k:
+        c = size
+        heap_s[c] = score
+        heap_d[c] = d
+        while c > 0:  # sift up
+            parent = (c - 1) // 2
+            if not _worse(heap_s[c], heap_d[c], heap_s[parent], heap_d[parent]):
+                break
+            heap_s[c], heap_s[parent] = heap_s[parent], heap_s[c]
+            heap_d[c], heap_d[parent] = heap_d[parent], heap_d[c]
+            c = parent
+        return size + 1
+    if _worse(heap_s[0], heap_d[0], score, d):
+        heap_s[0] = score
+        heap_d[0] = d
+        _sift_down(heap_s, heap_d, size, 0)
+    return size
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _drain(heap_s, heap_d, size, q, out_pos, out_scores, out_len):
+    """Pop the worst into the last free slot: best first."""
+    out_len[q] = size
+    for end in range(size - 1, -1, -1):
+        out_scores[q, end] = heap_s[0]
+        out_pos[q, end] = heap_d[0]
+        heap_s[0] = heap_s[end]
+        heap_d[0] = heap_d[end]
+        _sift_down(heap_s, heap_d, end, 0)
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _combine(title, text, most_fields):
+    """The document score from its two fields' double sums, as Lucene combines them."""
+    title32 = np.float32(title)
+    if most_fields:
+        return np.float32(np.float64(title32) + text)
+    return max(title32, np.float32(text))
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _weight(term, count, f, dfs, counts, boosts):
+    df = dfs[f, term]
+    idf = np.float32(math.log(1.0 + (counts[f] - df + 0.5) / (df + 0.5)))
+    return np.float32(boosts[f] * count) * idf
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _clauses(q, q_ptr, q_terms, q_counts, indptr, dfs, counts, boosts, terms, fields, weights):
+    """Query ``q``'s clauses, a term in a field with postings here, in query order; returns their count."""
+    n = 0
+    for j in range(q_ptr[q], q_ptr[q + 1]):
+        for f in range(2):
+            if indptr[f, q_terms[j] + 1] > indptr[f, q_terms[j]]:
+                terms[n] = q_terms[j]
+                fields[n] = f
+                weights[n] = _weight(q_terms[j], q_counts[j], f, dfs, counts, boosts)
+                n += 1
+    return n
+
+
+# ---- the oracle: every posting scored --------------------------------------------------
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _search_exhaustive(
     q_ptr, q_terms, q_counts, lo, hi, k,
-    t_indptr, t_docs, t_tfs, t_norms, t_cache, t_dfs, t_count, t_boost,
-    x_indptr, x_docs, x_tfs, x_norms, x_cache, x_dfs, x_count, x_boost,
+    indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, caches, maxima, term_maxima, dfs, counts, boosts,
     most_fields, acc_t, acc_x, seen, touched, out_pos, out_scores, out_len,
 ):  # fmt: skip
     heap_s = np.empty(k, np.float32)
     heap_d = np.empty(k, np.int32)
+    buf_docs = np.empty(BLOCK, np.int32)
+    buf_tfs = np.empty(BLOCK, np.float32)
+    m = 2 * max(1, np.max(np.diff(q_ptr[lo : hi + 1]))) if hi > lo else 2
+    terms = np.empty(m, np.int64)
+    fields = np.empty(m, np.int64)
+    weights = np.empty(m, np.float32)
+    one = np.float32(1.0)
     for q in range(lo, hi):
         n_touched = 0
-        for j in range(q_ptr[q], q_ptr[q + 1]):
-            term = q_terms[j]
-            count = q_counts[j]
-            n_touched = _accumulate(
-                term, count, t_indptr, t_docs, t_tfs, t_norms, t_cache, t_dfs, t_count, t_boost, acc_t, seen, touched, n_touched
-            )
-            n_touched = _accumulate(
-                term, count, x_indptr, x_docs, x_tfs, x_norms, x_cache, x_dfs, x_count, x_boost, acc_x, seen, touched, n_touched
-            )
+        for c in range(_clauses(q, q_ptr, q_terms, q_counts, indptr, dfs, counts, boosts, terms, fields, weights)):
+            term, f, w = terms[c], fields[c], weights[c]
+            acc = acc_t if f == 0 else acc_x
+            b0 = block_ptr[f, term]
+            for b in range(b0, block_ptr[f, term + 1]):
+                n = _decode_block(b, b0, indptr[f, term + 1] - indptr[f, term], block_last, block_start, doc_bits, tf_bits, words, buf_docs, buf_tfs)
+                for i in range(n):
+                    d = buf_docs[i]
+                    acc[d] += w - w / (one + buf_tfs[i] * caches[f, norms[f, d]])
+                    if not seen[d]:
+                        seen[d] = True
+                        touched[n_touched] = d
+                        n_touched += 1
         size = 0
         for i in range(n_touched):
             d = touched[i]
-            title = np.float32(acc_t[d])
-            if most_fields:
-                score = np.float32(np.float64(title) + acc_x[d])
-            else:
-                score = max(title, np.float32(acc_x[d]))
+            score = _combine(acc_t[d], acc_x[d], most_fields)
             acc_t[d] = 0.0
             acc_x[d] = 0.0
             seen[d] = False
+            size = _offer(heap_s, heap_d, size, k, score, d)
+        _drain(heap_s, heap_d, size, q, out_pos, out_scores, out_len)
+
+
+# ---- block-max MaxScore ----------------------------------------------------------------
+
+# Columns of a query's cursor table, one row per clause (a term in a field). A cursor
+# decodes lazily: one gap per step, a frequency only for a posting that is scored.
+_FIELD, _B0, _B1, _DF, _BLK, _IDX, _DOC, _N, _BIT, _DB, _TB, _SHALLOW = range(12)
+_COLUMNS = 12
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _enter(c, b, cur, block_last, block_start, doc_bits, tf_bits, words):
+    """Put clause ``c`` on the first posting of block ``b``."""
+    cur[c, _BLK] = b
+    cur[c, _IDX] = 0
+    cur[c, _N] = min(BLOCK, cur[c, _DF] - (b - cur[c, _B0]) * BLOCK)
+    cur[c, _BIT] = np.int64(block_start[b]) * 32
+    db = np.int64(doc_bits[b])
+    cur[c, _DB] = db
+    cur[c, _TB] = np.int64(tf_bits[b])
+    base = np.int64(block_last[b - 1]) if b > cur[c, _B0] else np.int64(-1)
+    cur[c, _DOC] = base + _get(words, cur[c, _BIT], (np.uint64(1) << np.uint64(db)) - np.uint64(1)) + 1
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _step(c, cur, words):
+    """Move clause ``c`` to the next posting of its block (there is one)."""
+    i = cur[c, _IDX] + 1
+    db = cur[c, _DB]
+    cur[c, _IDX] = i
+    cur[c, _DOC] += _get(words, cur[c, _BIT] + i * db, (np.uint64(1) << np.uint64(db)) - np.uint64(1)) + 1
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _tf(c, cur, words):
+    """The frequency of clause ``c``'s current posting, as scores use it."""
+    tb = cur[c, _TB]
+    bit = cur[c, _BIT] + cur[c, _N] * cur[c, _DB] + cur[c, _IDX] * tb
+    return np.float32(_get(words, bit, (np.uint64(1) << np.uint64(tb)) - np.uint64(1)) + 1)
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _score(c, d, cur, words, weights, caches, norms):
+    """Clause ``c``'s float32 score of document ``d``, its current posting, in Lucene's order of operations."""
+    w = weights[c]
+    f = cur[c, _FIELD]
+    return w - w / (np.float32(1.0) + _tf(c, cur, words) * caches[f, norms[f, d]])
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _next(c, cur, block_last, block_start, doc_bits, tf_bits, words):
+    """Move clause ``c`` (on a posting) to its next posting."""
+    if cur[c, _IDX] + 1 < cur[c, _N]:
+        _step(c, cur, words)
+    elif cur[c, _BLK] + 1 < cur[c, _B1]:
+        _enter(c, cur[c, _BLK] + 1, cur, block_last, block_start, doc_bits, tf_bits, words)
+    else:
+        cur[c, _DOC] = NO_MORE
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _advance(c, target, cur, block_last, block_start, doc_bits, tf_bits, words):
+    """Move clause ``c`` to its first document >= ``target``, skipping whole blocks by their last document."""
+    if cur[c, _DOC] >= target:
+        return
+    b = cur[c, _BLK]
+    if b < cur[c, _B0] or block_last[b] < target:  # not in this block (or not started): find the block
+        b = max(b + 1, cur[c, _B0])
+        while b < cur[c, _B1] and block_last[b] < target:
+            b += 1
+        if b == cur[c, _B1]:
+            cur[c, _BLK] = b
+            cur[c, _DOC] = NO_MORE
+            return
+        _enter(c, b, cur, block_last, block_start, doc_bits, tf_bits, words)
+    if cur[c, _DB] == 0:  # gaps of one: the documents are consecutive, so jump
+        cur[c, _IDX] += target - cur[c, _DOC]
+        cur[c, _DOC] = target
+    while cur[c, _DOC] < target:  # the block's last document is >= target
+        _step(c, cur, words)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _window_end(n_clauses, essential, order, cur, block_last):
+    """The last document of the next window: the nearest block end of an essential clause (as Lucene's MaxScore).
+
+    With no essential clause left, the clause with the largest maximum leads, so
+    that windows stay as short as its blocks; exhausted clauses do not count.
+    """
+    end = np.int64(NO_MORE)
+    for c in range(n_clauses):
+        s = cur[c, _SHALLOW]
+        if essential[c] and s < cur[c, _B1]:
+            end = min(end, np.int64(block_last[s]))
+    if end == NO_MORE:
+        for i in range(n_clauses - 1, -1, -1):
+            c = order[i]
+            s = cur[c, _SHALLOW]
+            if s < cur[c, _B1]:
+                return np.int64(block_last[s])
+    return end
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _partition(n_clauses, hi, theta, most_fields, cur, weights, block_last, maxima, window_max, order, pre_t, pre_x, essential):
+    """Find the clauses that cannot lift a document past ``theta`` in the window on their own.
+
+    They come first in ``order`` (their count is returned), then the essential ones;
+    ``pre_t``/``pre_x`` hold the running sums of the window maxima per field in that
+    order, which bound what the non-essential clauses before an index can still add.
+    ``best_fields`` takes the larger field, so the non-essential clauses of each field
+    need only stay below ``theta`` on their own; ``most_fields`` adds them all up.
+    """
+    for c in range(n_clauses):
+        best = np.float32(0.0)
+        b = cur[c, _SHALLOW]
+        while b < cur[c, _B1]:
+            best = max(best, maxima[b])
+            if block_last[b] >= hi:
+                break
+            b += 1
+        w = weights[c]
+        window_max[c] = np.float64(w - w / best) if best > 0 else 0.0
+        order[c] = c
+    for i in range(1, n_clauses):  # insertion sort, smallest maximum first: a handful of clauses
+        c = order[i]
+        j = i
+        while j > 0 and window_max[order[j - 1]] > window_max[c]:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = c
+    sum_t = 0.0
+    sum_x = 0.0
+    open_t = True
+    open_x = True
+    for i in range(n_clauses):
+        c = order[i]
+        title = cur[c, _FIELD] == 0
+        add_t = window_max[c] if title else 0.0
+        add_x = 0.0 if title else window_max[c]
+        fits = (open_t if title else open_x) or most_fields
+        if most_fields:
+            fits = open_t and _combine((sum_t + add_t) * UP, (sum_x + add_x) * UP, True) <= theta
+            open_t = fits
+        else:
+            fits = fits and np.float32((sum_t + add_t if title else sum_x + add_x) * UP) <= theta
+            if title:
+                open_t = fits
+            else:
+                open_x = fits
+        essential[c] = not fits
+        if fits:
+            sum_t += add_t
+            sum_x += add_x
+    non_essential = 0
+    for i in range(n_clauses):  # stable: the non-essential clauses first, each group still by maximum
+        if not essential[order[i]]:
+            c = order[i]
+            for j in range(i, non_essential, -1):
+                order[j] = order[j - 1]
+            order[non_essential] = c
+            non_essential += 1
+    pre_t[0] = 0.0
+    pre_x[0] = 0.0
+    for i in range(n_clauses):
+        c = order[i]
+        pre_t[i + 1] = pre_t[i] + (window_max[c] if cur[c, _FIELD] == 0 else 0.0)
+        pre_x[i + 1] = pre_x[i] + (window_max[c] if cur[c, _FIELD] == 1 else 0.0)
+    return non_essential
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _search_pruned(
+    q_ptr, q_terms, q_counts, lo_q, hi_q, k,
+    indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, caches, maxima, term_maxima, dfs, counts, boosts,
+    most_fields, out_pos, out_scores, out_len,
+):  # fmt: skip
+    heap_s = np.empty(k, np.float32)
+    heap_d = np.empty(k, np.int32)
+    m = 2 * max(1, np.max(np.diff(q_ptr[lo_q : hi_q + 1]))) if hi_q > lo_q else 2
+    cur = np.zeros((m, _COLUMNS), np.int64)
+    terms = np.empty(m, np.int64)
+    fields = np.empty(m, np.int64)
+    weights = np.empty(m, np.float32)
+    window_max = np.empty(m, np.float64)
+    order = np.empty(m, np.int64)
+    pre_t = np.empty(m + 1, np.float64)
+    pre_x = np.empty(m + 1, np.float64)
+    essential = np.empty(m, np.bool_)
+    term_max = np.empty(m, np.float64)
+    for q in range(lo_q, hi_q):
+        n = _clauses(q, q_ptr, q_terms, q_counts, indptr, dfs, counts, boosts, terms, fields, weights)
+        for c in range(n):
+            f, term, w = fields[c], terms[c], weights[c]
+            cur[c, _FIELD] = f
+            cur[c, _B0] = block_ptr[f, term]
+            cur[c, _B1] = block_ptr[f, term + 1]
+            cur[c, _DF] = indptr[f, term + 1] - indptr[f, term]
+            cur[c, _BLK] = block_ptr[f, term] - 1  # before its first block
+            cur[c, _DOC] = -1
+            cur[c, _SHALLOW] = block_ptr[f, term]
+            top = term_maxima[f, term]
+            term_max[c] = np.float64(w - w / top) if top > 0 else 0.0
+            essential[c] = True
+            order[c] = c
+        size = 0
+        theta = -np.inf
+        lo = 0
+        while n:
+            for c in range(n):  # shallow advance: the first block that can hold lo
+                s = cur[c, _SHALLOW]
+                while s < cur[c, _B1] and block_last[s] < lo:
+                    s += 1
+                cur[c, _SHALLOW] = s
+            if not _any_left(n, cur, term_max, theta if size == k else -np.inf, most_fields):
+                break
+            hi = _window_end(n, essential, order, cur, block_last)
+            non_essential = 0
             if size < k:
-                # Sift up.
-                c = size
-                heap_s[c] = score
-                heap_d[c] = d
-                size += 1
-                while c > 0:
-                    parent = (c - 1) // 2
-                    if not _worse(heap_s[c], heap_d[c], heap_s[parent], heap_d[parent]):
+                for c in range(n):
+                    order[c] = c
+                    essential[c] = True
+            else:
+                while True:  # a window and its essential clauses depend on each other: shrink until stable
+                    non_essential = _partition(n, hi, theta, most_fields, cur, weights, block_last, maxima, window_max, order, pre_t, pre_x, essential)
+                    if non_essential == n:
                         break
-                    heap_s[c], heap_s[parent] = heap_s[parent], heap_s[c]
-                    heap_d[c], heap_d[parent] = heap_d[parent], heap_d[c]
-                    c = parent
-            elif _worse(heap_s[0], heap_d[0], score, d):
-                heap_s[0] = score
-                heap_d[0] = d
-                _sift_down(heap_s, heap_d, size, 0)
-        out_len[q] = size
-        # Pop the worst into the last free slot: best first.
-        for end in range(size - 1, -1, -1):
-            out_scores[q, end] = heap_s[0]
-            out_pos[q, end] = heap_d[0]
-            heap_s[0] = heap_s[end]
-            heap_d[0] = heap_d[end]
-            _sift_down(heap_s, heap_d, end, 0)
+                    shorter = _window_end(n, essential, order, cur, block_last)
+                    if shorter >= hi:
+                        break
+                    hi = shorter
+            if non_essential < n:
+                for i in range(non_essential, n):
+                    _advance(order[i], lo, cur, block_last, block_start, doc_bits, tf_bits, words)
+                while True:
+                    d = NO_MORE
+                    for i in range(non_essential, n):
+                        d = min(d, cur[order[i], _DOC])
+                    if d > hi:
+                        break
+                    acc_t = 0.0
+                    acc_x = 0.0
+                    for i in range(non_essential, n):
+                        c = order[i]
+                        if cur[c, _DOC] == d:
+                            if cur[c, _FIELD] == 0:
+                                acc_t += _score(c, d, cur, words, weights, caches, norms)
+                            else:
+                                acc_x += _score(c, d, cur, words, weights, caches, norms)
+                            _next(c, cur, block_last, block_start, doc_bits, tf_bits, words)
+                    competitive = True
+                    for i in range(non_essential, 0, -1):  # largest window maximum first
+                        if _combine((acc_t + pre_t[i]) * UP, (acc_x + pre_x[i]) * UP, most_fields) <= theta:
+                            competitive = False
+                            break
+                        c = order[i - 1]
+                        _advance(c, d, cur, block_last, block_start, doc_bits, tf_bits, words)
+                        if cur[c, _DOC] == d:
+                            if cur[c, _FIELD] == 0:
+                                acc_t += _score(c, d, cur, words, weights, caches, norms)
+                            else:
+                                acc_x += _score(c, d, cur, words, weights, caches, norms)
+                    if competitive:
+                        size = _offer(heap_s, heap_d, size, k, _combine(acc_t, acc_x, most_fields), d)
+                        if size == k:
+                            theta = np.float64(heap_s[0])
+            if hi >= NO_MORE:
+                break
+            lo = hi + 1
+        _drain(heap_s, heap_d, size, q, out_pos, out_scores, out_len)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _any_left(n_clauses, cur, term_max, theta, most_fields):
+    """Whether the clauses with postings left could still lift a document past ``theta``."""
+    left_t = 0.0
+    left_x = 0.0
+    alive = False
+    for c in range(n_clauses):
+        if cur[c, _SHALLOW] < cur[c, _B1]:
+            alive = True
+            if cur[c, _FIELD] == 0:
+                left_t += term_max[c]
+            else:
+                left_x += term_max[c]
+    return alive and _combine(left_t * UP, left_x * UP, most_fields) > theta

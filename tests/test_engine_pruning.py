@@ -1,0 +1,154 @@
+"""The embedded engine's pruned search against its exhaustive oracle, and the packed postings.
+
+Pruning (block-max MaxScore) must change nothing a user can see: the same top k, the
+same float32 scores to the bit, the same tie order, for both field combinations, every
+analyzer family, repeated query terms, shards scored with a collection's statistics,
+and the corner cases where pruning logic tends to break (all ties, one term, terms in
+every document, k beyond the matches).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from clirmatrix.pipeline.engines.analyzers import analyzer_named
+from clirmatrix.pipeline.engines.base import Bm25Settings
+from clirmatrix.pipeline.engines.embedded import BLOCK, EmbeddedEngine, Postings
+
+COMBINES = ("best_fields", "most_fields")
+
+
+def build(docs: list[tuple[str, str]], analyzer: str = "plain", combine: str = "best_fields") -> EmbeddedEngine:
+    engine = EmbeddedEngine(analyzer_named(analyzer), Bm25Settings(combine=combine))
+    engine.index([([f"d{i}" for i in range(len(docs))], [t for t, _ in docs], [x for _, x in docs])])
+    return engine
+
+
+def zipf_docs(rng: random.Random, words: list[str], n: int, title_words: int = 4, text_words: int = 60) -> list[tuple[str, str]]:
+    weights = [1 / (i + 1) for i in range(len(words))]
+    return [
+        (" ".join(rng.choices(words, weights, k=rng.randint(0, title_words))), " ".join(rng.choices(words, weights, k=rng.randint(0, text_words))))
+        for _ in range(n)
+    ]
+
+
+def assert_same_as_oracle(engine: EmbeddedEngine, queries: list[str], ks: tuple[int, ...] = (1, 10, 100)) -> None:
+    for k in ks:
+        pruned, oracle = engine.search(queries, k), engine.search(queries, k, exhaustive=True)
+        for query, a, b in zip(queries, pruned, oracle):
+            assert a.positions.tolist() == b.positions.tolist(), (query, k)
+            assert a.scores.view(np.uint32).tolist() == b.scores.view(np.uint32).tolist(), (query, k)  # bit for bit
+
+
+@pytest.mark.parametrize("combine", COMBINES)
+def test_pruned_search_equals_the_exhaustive_oracle_on_a_zipfian_corpus(combine):
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(400)]
+    engine = build(zipf_docs(rng, words, 6_000), combine=combine)
+    weights = [1 / (i + 1) for i in range(len(words))]
+    queries = [" ".join(rng.choices(words, weights, k=rng.randint(1, 6))) for _ in range(1_500)]
+    queries += ["w0 w0 w0 w1", "w399 w0", "w5 w5"]  # repeated terms count once per occurrence
+    assert_same_as_oracle(engine, queries, ks=(1, 10, 100, 7_000))
+
+
+@pytest.mark.parametrize("analyzer,texts", [
+    ("plain", ["The cat sat on the mat", "Dogs and cats", "A mat of cats", "the the the"]),
+    ("bigram", ["東京都の大学", "北京大学水", "中文维基百科", "水"]),
+    ("english", ["The runners were running", "A run of bad luck", "Running late again", "luck runs out"]),
+    ("german", ["Die Häuser am Fluss", "Ein Haus am See", "Straße und Häuser", "Fußball am Sonntag"]),
+    ("russian", ["Дома на реке", "Дом у реки", "Большие дома", "река и дом"]),
+])  # fmt: skip
+def test_every_analyzer_family_prunes_to_the_oracles_results(analyzer, texts):
+    rng = random.Random(analyzer)
+    docs = [(rng.choice(texts), " ".join(rng.choices(texts, k=rng.randint(1, 8)))) for _ in range(1_500)]
+    for combine in COMBINES:
+        engine = build(docs, analyzer, combine)
+        queries = [" ".join(rng.choices(texts, k=rng.randint(1, 2))) for _ in range(200)] + texts
+        assert_same_as_oracle(engine, queries)
+
+
+def test_all_ties_come_back_in_document_order_including_at_the_kth_place():
+    engine = build([("same title", "same text")] * 700)
+    for k in (1, 100, 129, 699):
+        hits = engine.search(["same"], k)[0]
+        assert hits.positions.tolist() == list(range(k)) and len(set(hits.scores.tolist())) == 1
+    assert_same_as_oracle(engine, ["same", "title", "text same", "same same"], ks=(1, 100, 500, 700))
+
+
+def test_one_term_queries_and_terms_in_every_document():
+    rng = random.Random(9)
+    words = [f"w{i}" for i in range(50)]
+    docs = [(f"common {rng.choice(words)}", "common " + " ".join(rng.choices(words, k=rng.randint(1, 300)))) for _ in range(3_000)]
+    engine = build(docs)
+    assert all(df == 3_000 for df in (engine.local_document_frequencies()[f][engine.vocab["common"]] for f in (0, 1)))
+    assert_same_as_oracle(engine, ["common", *words, *(f"common {w}" for w in words), "common common"], ks=(1, 10, 100, 2_999))
+
+
+def test_k_larger_than_the_matches_returns_every_match():
+    engine = build([("rare", "x")] + [("other", "y")] * 400 + [("", "rare rare")])
+    hits = engine.search(["rare"], 100)[0]
+    assert sorted(hits.positions.tolist()) == [0, 401]
+    assert_same_as_oracle(engine, ["rare", "rare other", "nothing", ""], ks=(1, 2, 100, 402))
+
+
+def test_a_shard_scored_with_the_collections_statistics_prunes_exactly():
+    rng = random.Random(13)
+    words = [f"w{i}" for i in range(300)]
+    docs = zipf_docs(rng, words, 4_000)
+    whole = build(docs)
+    shard = build(docs[1_000:2_500])
+    dfs = [np.array([whole_df[whole.vocab[t]] for t in shard.terms()]) for whole_df in whole.local_document_frequencies()]
+    shard.use_statistics(whole.local_statistics(), *dfs)
+    queries = [" ".join(rng.choices(words[:60], k=rng.randint(1, 4))) for _ in range(400)]
+    assert_same_as_oracle(shard, queries)
+    # and each shard hit scores what the whole index gives that document
+    for query in queries[:50]:
+        everything = whole.search([query], 4_000)[0]
+        by_position = dict(zip(everything.positions.tolist(), everything.scores.tolist()))
+        for position, score in zip(*shard.search([query], 20)[0]):
+            assert by_position[int(position) + 1_000] == score
+
+
+def test_stored_and_loaded_index_searches_alike():
+    rng = random.Random(21)
+    engine = build(zipf_docs(rng, [f"w{i}" for i in range(200)], 2_000))
+    loaded = EmbeddedEngine.from_arrays(engine.analyzer, engine.settings, {k: v.copy() for k, v in engine.arrays().items()}, engine.terms())
+    queries = [f"w{rng.randrange(200)} w{rng.randrange(20)}" for _ in range(300)]
+    for a, b in zip(engine.search(queries, 50), loaded.search(queries, 50)):
+        assert a.positions.tolist() == b.positions.tolist() and a.scores.tolist() == b.scores.tolist()
+
+
+def csr(lists: list[list[tuple[int, int]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    indptr = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum([len(postings) for postings in lists], out=indptr[1:])
+    docs = np.array([d for postings in lists for d, _ in postings], np.int32)
+    tfs = np.array([tf for postings in lists for _, tf in postings], np.uint32)
+    return indptr, docs, tfs
+
+
+def test_packed_postings_round_trip_extreme_gaps_and_frequencies():
+    rng = np.random.default_rng(3)
+    top = np.iinfo(np.int32).max - 1
+    title = [[(0, 1), (top, 2**32 - 1)], [], [(5, 1)]]
+    dense = sorted(set(rng.integers(0, 5_000, 3_000).tolist()))
+    text = [[(d, int(rng.integers(1, 70_000))) for d in dense], [(d, 1) for d in range(0, 3 * BLOCK + 7)], [(d, 3) for d in range(0, 10**9, 10**7)]]
+    fields = [csr(title), csr(text)]
+    packed = Postings.pack(fields, np.zeros((2, 1), np.uint8), np.zeros((2, 2), np.int64))
+    for f, (indptr, docs, tfs) in enumerate(fields):
+        got_docs, got_tfs = packed.unpack(f)
+        assert np.array_equal(packed.indptr[f], indptr)
+        assert got_docs.tolist() == docs.tolist() and got_tfs.tolist() == tfs.astype(np.int64).tolist()
+    consecutive = packed.block_ptr[1, 1]  # the run of documents 0, 1, 2, ... packs to no bits at all
+    assert packed.doc_bits[consecutive] == 0 and packed.tf_bits[consecutive] == 0
+
+
+def test_postings_pack_to_under_two_and_a_half_bytes_on_a_zipfian_corpus():
+    rng = random.Random(4)
+    words = [f"w{i}" for i in range(3_000)]
+    engine = build(zipf_docs(rng, words, 20_000, text_words=150))
+    memory = engine.memory()
+    assert memory["posting_bytes"] / memory["postings"] < 2.5  # int32 document + uint16 frequency took 6
+    assert memory["index_bytes"] / memory["postings"] < 3.0  # with term offsets, norms and block maxima
