@@ -97,7 +97,7 @@ def pick_queries(corpus: Path, n_docs: int, n_queries: int) -> list[str]:
     return [titles[i] for i in sorted(picks)]
 
 
-def same_hits(ours: list, theirs: list) -> int:
+def differing_queries(ours: list, theirs: list) -> int:
     """Queries whose top k differ (positions or float32 scores) between two result lists."""
     return sum(
         1 for a, (positions, scores) in zip(ours, theirs)
@@ -144,7 +144,7 @@ def measure(args: argparse.Namespace, n_docs: int, lucene_reason: str | None) ->
     t0 = time.thread_time()
     oracle = engine.search(queries, args.k, exhaustive=True)
     result["exhaustive_queries_per_cpu_s"] = len(queries) / max(time.thread_time() - t0 - analysis_cpu, 1e-9)
-    result["pruned_differs_from_exhaustive"] = same_hits(hits, [(h.positions, h.scores) for h in oracle])
+    result["pruned_differs_from_exhaustive"] = differing_queries(hits, [(h.positions, h.scores) for h in oracle])
     result["mean_hits"] = float(np.mean([len(h.positions) for h in hits]))
 
     ours_cpu: list[float] = []
@@ -154,7 +154,7 @@ def measure(args: argparse.Namespace, n_docs: int, lucene_reason: str | None) ->
             for _ in range(args.rounds):  # interleaved: the machine's drift hits both alike
                 ours_cpu.append(ours())
                 lucene_cpu.append(lucene.run_round())
-            result["lucene_differs"] = same_hits(hits, lucene.top_k())
+            result["lucene_differs"] = differing_queries(hits, lucene.top_k())
             result["lucene_index_mb"] = lucene.index_bytes / 1e6
             result["lucene_index_cpu_s"] = lucene.index_cpu_seconds
         result["lucene_queries_per_cpu_s"] = spread([len(queries) / c for c in lucene_cpu])

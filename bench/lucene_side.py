@@ -52,8 +52,7 @@ JVM_OPTIONS = ("-XX:ActiveProcessorCount=1", "-XX:+UseSerialGC")
 
 def pinned_command(args: list[str], core: int | None, heap: str) -> list[str]:
     """``java ... LuceneBench args`` with the one-core JVM options, under ``taskset -c core`` when possible."""
-    command = lucene_jar.java_command(MAIN_CLASS, *args, heap=heap)
-    command = command[:1] + list(JVM_OPTIONS) + command[1:]  # JVM options go before -cp / the class
+    command = lucene_jar.java_command(MAIN_CLASS, *args, heap=heap, jvm_options=JVM_OPTIONS)
     taskset = shutil.which("taskset")
     if core is not None and taskset and hasattr(os, "sched_getaffinity"):
         allowed = os.sched_getaffinity(0)

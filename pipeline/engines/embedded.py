@@ -67,6 +67,11 @@ _QUERIES_PER_CALL = 8_192  # bounds the (queries x k) result buffers
 _ANALYZE_DOCS = 2_000  # documents whose tokens are held as strings at once while indexing
 
 
+def _blocks_per_term(indptr: np.ndarray) -> np.ndarray:
+    """Blocks of each term's posting list (the last one may hold fewer than ``BLOCK``)."""
+    return (np.diff(indptr, axis=-1) + BLOCK - 1) // BLOCK
+
+
 @dataclass
 class Postings:
     """Both fields' packed postings (see the module docstring); row 0 of two-row arrays is ``title``, row 1 ``text``.
@@ -89,7 +94,7 @@ class Postings:
     PARTS = ("indptr", "block_last", "block_start", "doc_bits", "tf_bits", "words", "norms", "counts")
 
     def __post_init__(self) -> None:
-        blocks = (np.diff(self.indptr, axis=1) + BLOCK - 1) // BLOCK
+        blocks = _blocks_per_term(self.indptr)
         self.block_ptr = np.zeros(self.indptr.shape, dtype=np.int64)
         np.cumsum(blocks[0], out=self.block_ptr[0, 1:])
         self.block_ptr[1] = self.block_ptr[0, -1]
@@ -98,7 +103,7 @@ class Postings:
     @classmethod
     def pack(cls, fields: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], norms: np.ndarray, counts: np.ndarray) -> "Postings":
         """Pack the two fields' posting lists, each given as CSR ``(indptr, docs, tfs)`` with documents ascending within a term."""
-        blocks = sum(int(((np.diff(indptr) + BLOCK - 1) // BLOCK).sum()) for indptr, _, _ in fields)
+        blocks = sum(int(_blocks_per_term(indptr).sum()) for indptr, _, _ in fields)
         block_last = np.empty(blocks, np.int32)
         block_start = np.empty(blocks + 1, np.int64)
         doc_bits = np.empty(blocks, np.uint8)
@@ -448,12 +453,12 @@ class EmbeddedEngine:
         """Score with a larger collection's statistics: its per-field counts and, by this index's term id, its document frequencies."""
         self._require_index()
         local = self.local_document_frequencies()
-        for f, (name, given) in enumerate((("title", df_title), ("text", df_text))):
+        for f, (name, given) in enumerate(zip(FIELDS, (df_title, df_text))):
             if given.shape != local[f].shape:
                 raise ValueError(f"{name} document frequencies: {given.shape[0]} given for {local[f].shape[0]} terms")
             if (given < local[f]).any():
                 raise ValueError(f"{name} document frequencies smaller than this index's own: not statistics of a collection holding it")
-        for f, (name, given) in enumerate((("title", statistics.title), ("text", statistics.text))):
+        for f, (name, given) in enumerate(zip(FIELDS, (statistics.title, statistics.text))):
             own = self.postings.statistics(f)
             if given.doc_count < own.doc_count or given.sum_total_term_freq < own.sum_total_term_freq:
                 raise ValueError(f"{name} statistics {given} are smaller than this index's own")
@@ -632,6 +637,19 @@ def _weight(term, count, f, dfs, counts, boosts):
 
 
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _term_score(w, tf, norm_inverse):
+    """A clause's float32 score of a posting, in Lucene's order of operations (``lucene_bm25``)."""
+    return w - w / (np.float32(1.0) + tf * norm_inverse)
+
+
+@numba.njit(nogil=True, cache=True)
+def _clause_buffers(q_ptr, lo, hi):
+    """Term, field and weight arrays long enough for the clauses of any query in ``lo:hi`` (two per term)."""
+    m = 2 * max(1, np.max(np.diff(q_ptr[lo : hi + 1]))) if hi > lo else 2
+    return np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.float32)
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _clauses(q, q_ptr, q_terms, q_counts, indptr, dfs, counts, boosts, terms, fields, weights):
     """Query ``q``'s clauses, a term in a field with postings here, in query order; returns their count."""
     n = 0
@@ -658,11 +676,7 @@ def _search_exhaustive(
     heap_d = np.empty(k, np.int32)
     buf_docs = np.empty(BLOCK, np.int32)
     buf_tfs = np.empty(BLOCK, np.float32)
-    m = 2 * max(1, np.max(np.diff(q_ptr[lo : hi + 1]))) if hi > lo else 2
-    terms = np.empty(m, np.int64)
-    fields = np.empty(m, np.int64)
-    weights = np.empty(m, np.float32)
-    one = np.float32(1.0)
+    terms, fields, weights = _clause_buffers(q_ptr, lo, hi)
     for q in range(lo, hi):
         n_touched = 0
         for c in range(_clauses(q, q_ptr, q_terms, q_counts, indptr, dfs, counts, boosts, terms, fields, weights)):
@@ -673,7 +687,7 @@ def _search_exhaustive(
                 n = _decode_block(b, b0, indptr[f, term + 1] - indptr[f, term], block_last, block_start, doc_bits, tf_bits, words, buf_docs, buf_tfs)
                 for i in range(n):
                     d = buf_docs[i]
-                    acc[d] += w - w / (one + buf_tfs[i] * caches[f, norms[f, d]])
+                    acc[d] += _term_score(w, buf_tfs[i], caches[f, norms[f, d]])
                     if not seen[d]:
                         seen[d] = True
                         touched[n_touched] = d
@@ -731,9 +745,8 @@ def _tf(c, cur, words):
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _score(c, d, cur, words, weights, caches, norms):
     """Clause ``c``'s float32 score of document ``d``, its current posting, in Lucene's order of operations."""
-    w = weights[c]
     f = cur[c, _FIELD]
-    return w - w / (np.float32(1.0) + _tf(c, cur, words) * caches[f, norms[f, d]])
+    return _term_score(weights[c], _tf(c, cur, words), caches[f, norms[f, d]])
 
 
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
@@ -827,12 +840,11 @@ def _partition(n_clauses, hi, theta, most_fields, cur, weights, block_last, maxi
         title = cur[c, _FIELD] == 0
         add_t = window_max[c] if title else 0.0
         add_x = 0.0 if title else window_max[c]
-        fits = (open_t if title else open_x) or most_fields
-        if most_fields:
+        if most_fields:  # one running sum: the first clause that does not fit closes it
             fits = open_t and _combine((sum_t + add_t) * UP, (sum_x + add_x) * UP, True) <= theta
             open_t = fits
-        else:
-            fits = fits and np.float32((sum_t + add_t if title else sum_x + add_x) * UP) <= theta
+        else:  # a running sum per field
+            fits = (open_t if title else open_x) and np.float32((sum_t + add_t if title else sum_x + add_x) * UP) <= theta
             if title:
                 open_t = fits
             else:
@@ -866,11 +878,9 @@ def _search_pruned(
 ):  # fmt: skip
     heap_s = np.empty(k, np.float32)
     heap_d = np.empty(k, np.int32)
-    m = 2 * max(1, np.max(np.diff(q_ptr[lo_q : hi_q + 1]))) if hi_q > lo_q else 2
+    terms, fields, weights = _clause_buffers(q_ptr, lo_q, hi_q)
+    m = terms.shape[0]
     cur = np.zeros((m, _COLUMNS), np.int64)
-    terms = np.empty(m, np.int64)
-    fields = np.empty(m, np.int64)
-    weights = np.empty(m, np.float32)
     window_max = np.empty(m, np.float64)
     order = np.empty(m, np.int64)
     pre_t = np.empty(m + 1, np.float64)

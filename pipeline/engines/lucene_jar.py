@@ -19,6 +19,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 PYSERINI = "pyserini==1.6.0"
@@ -123,9 +124,9 @@ def classpath(*sources: str) -> str:
     return os.pathsep.join([str(out), str(jar)])
 
 
-def java_command(main_class: str, *args: str, heap: str = "4g") -> list[str]:
+def java_command(main_class: str, *args: str, heap: str = "4g", jvm_options: Sequence[str] = ()) -> list[str]:
     """The command line that runs ``main_class`` (a source under ``java/``) with Lucene on the classpath."""
-    return [str(java_home() / "bin" / "java"), f"-Xmx{heap}", "-cp", classpath(main_class), main_class, *args]
+    return [str(java_home() / "bin" / "java"), f"-Xmx{heap}", *jvm_options, "-cp", classpath(main_class), main_class, *args]
 
 
 def available() -> str | None:
