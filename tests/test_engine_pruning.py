@@ -16,7 +16,7 @@ import pytest
 
 from clirmatrix.pipeline.engines.analyzers import analyzer_named
 from clirmatrix.pipeline.engines.base import Bm25Settings
-from clirmatrix.pipeline.engines.embedded import BLOCK, EmbeddedEngine, Postings
+from clirmatrix.pipeline.engines.embedded import BLOCK, FLOOR_K, EmbeddedEngine, Postings
 
 COMBINES = ("best_fields", "most_fields")
 
@@ -152,3 +152,32 @@ def test_postings_pack_to_under_two_and_a_half_bytes_on_a_zipfian_corpus():
     memory = engine.memory()
     assert memory["posting_bytes"] / memory["postings"] < 2.5  # int32 document + uint16 frequency took 6
     assert memory["index_bytes"] / memory["postings"] < 3.0  # with term offsets, norms and block maxima
+
+
+def test_each_terms_floor_is_the_kth_best_value_of_its_list():
+    rng = random.Random(17)
+    engine = build(zipf_docs(rng, [f"w{i}" for i in range(150)], 3_000))
+    postings = engine.postings
+    caches = engine._kernel_index()[8]  # the norm caches under the statistics in use
+    _, term_maxima, floors = postings.maxima(caches)
+    for f in range(2):
+        docs, tfs = postings.unpack(f)
+        for term in range(len(engine.vocab)):
+            lo, hi = postings.indptr[f, term], postings.indptr[f, term + 1]
+            values = np.sort(np.float32(1) + tfs[lo:hi].astype(np.float32) * caches[f][postings.norms[f, docs[lo:hi]]])[::-1]
+            assert floors[f, term] == (values[FLOOR_K - 1] if hi - lo >= FLOOR_K else 0)
+            assert term_maxima[f, term] == (values[0] if hi > lo else 0)
+
+
+def test_rare_terms_far_apart_beside_common_ones():
+    # Windows where a rare clause's next document lies far ahead, windows split into
+    # sub-windows, and floors from the common terms, all at once.
+    rng = random.Random(29)
+    words = [f"w{i}" for i in range(40)]
+    docs = []
+    for i in range(40_000):
+        rare = f"r{i % 7}" if i % 997 == 0 else ""
+        docs.append((f"{rng.choice(words)} {rare}".strip(), " ".join(rng.choices(words, k=rng.randint(1, 12))) + f" {rare}"))
+    queries = [f"r{j} {w}" for j in range(7) for w in words[:6]] + [f"w0 w1 r{j}" for j in range(7)] + ["w0 w0 w1", "w3"]
+    for combine in COMBINES:
+        assert_same_as_oracle(build(docs, combine=combine), queries, ks=(1, 10, 100, 150))

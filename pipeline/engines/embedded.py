@@ -23,15 +23,21 @@ Pruning (``search``) is block-max MaxScore, as Lucene 9's ``MaxScoreBulkScorer``
 the collection statistics in use, each block's largest ``1 + tf * norm_inverse[norm]``
 gives its exact largest score for any clause weight (the score is monotonic in it).
 Documents are visited in order, window by window; in each window the clauses whose
-window maxima together cannot beat the current 100th score are "non-essential": only
-documents of the other clauses are candidates, and a candidate consults the
-non-essential clauses (largest first) only while its score can still get in. A
-window no clause can win is skipped without decoding. Visiting documents in order, a
-candidate enters the top k only with a strictly larger score than the k-th, which is
-exactly Lucene's tie order, so pruned results equal ``search(..., exhaustive=True)``
-(every posting scored, the oracle) hit for hit and bit for bit: the clause scores are
-the same float32 values and their double sums are exact in any order (tested on every
-analyzer family and on adversarial cases in tests/test_engine_pruning.py).
+window maxima together cannot beat the current k-th score are "non-essential" (a clause
+whose next document lies past the window counts zero): only documents of the other
+clauses are candidates, and a candidate consults the non-essential clauses (largest
+first) only while its score can still get in. One essential clause yields its postings
+directly; several add their scores term at a time into a window of ``WINDOW`` documents
+whose hit bits then list the candidates in order. A window no clause can win is
+skipped without decoding. Before the first document, the query's k-th score is known
+to reach at least the largest of its clauses' floors (the ``FLOOR_K``-th best score of
+each list: those documents score at least that much), so pruning starts at once.
+Visiting documents in order, a candidate enters the top k only with a strictly larger
+score than the k-th, which is exactly Lucene's tie order, so pruned results equal
+``search(..., exhaustive=True)`` (every posting scored, the oracle) hit for hit and bit
+for bit: the clause scores are the same float32 values and their double sums are exact
+in any order (tested on every analyzer family and on adversarial cases in
+tests/test_engine_pruning.py). docs/engine.md gives the argument and the measurements.
 
 The collection statistics (documents and tokens per field, and each term's document
 frequency per field) are the index's own unless ``use_statistics`` gives those of a
@@ -53,6 +59,9 @@ from operator import itemgetter
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from clirmatrix.pipeline.engines import lucene_bm25
 from clirmatrix.pipeline.engines.analyzers import Analyzer
@@ -60,6 +69,7 @@ from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics,
 
 BLOCK = 128  # postings per block: the unit of packing, skipping and maximum scores
 NO_MORE = np.int32(np.iinfo(np.int32).max)  # a cursor past its last posting
+FLOOR_K = 100  # each term keeps the score that this many documents of its list reach: a floor for the k-th hit of any query with it, k <= FLOOR_K
 UP = 1.0 + 1e-12  # raises a double sum of upper bounds past any reordering error of the sum it bounds
 FIELDS = ("title", "text")  # field 0 and field 1 of every two-row array
 _MIN_QUERIES_PER_TASK = 64
@@ -89,7 +99,7 @@ class Postings:
     norms: np.ndarray  # uint8 [2, documents]: Lucene's norm byte of each field's length
     counts: np.ndarray  # int64 [2, 2]: per field, documents with a token in it and its tokens
     block_ptr: np.ndarray = field(init=False)  # int64 [2, terms + 1]: per field, each term's first block
-    _maxima: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False)  # (caches, block, term maxima)
+    _maxima: tuple[np.ndarray, ...] | None = field(default=None, init=False, repr=False)  # (caches, block maxima, term maxima, term floors)
 
     PARTS = ("indptr", "block_last", "block_start", "doc_bits", "tf_bits", "words", "norms", "counts")
 
@@ -143,27 +153,31 @@ class Postings:
         _unpack_all(self.indptr[f], self.block_ptr[f], self.block_last, self.block_start, self.doc_bits, self.tf_bits, self.words, docs, tfs)
         return docs, tfs
 
-    def maxima(self, caches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The largest ``1 + tf * norm_inverse[norm]`` (``caches`` row of the field) of each block (float32 [blocks]) and of each term (float32 [2, terms]).
+    def maxima(self, caches: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per block and per term, the largest ``x = 1 + tf * norm_inverse[norm]`` (``caches`` row of the field), and per term the ``FLOOR_K``-th largest.
 
-        A clause's score grows with it, so it gives the block's or the posting list's
-        exact largest score for any clause weight.
+        A clause's score ``w - w / x`` grows with ``x``, so the largest gives the
+        block's or the posting list's exact largest score for any clause weight, and the
+        ``FLOOR_K``-th largest a score that ``FLOOR_K`` documents of the list reach (0 for
+        a shorter list). Returns float32 block maxima [blocks], term maxima [2, terms]
+        and term floors [2, terms], computed once per set of statistics.
         """
         if self._maxima is None or not np.array_equal(self._maxima[0], caches):
             blocks = np.empty(self.blocks, np.float32)
             terms = np.empty((2, self.indptr.shape[1] - 1), np.float32)
+            floors = np.empty((2, self.indptr.shape[1] - 1), np.float32)
             for f in range(2):
-                _block_maxima(self.indptr[f], self.block_ptr[f], self.block_last, self.block_start, self.doc_bits, self.tf_bits, self.words, self.norms[f], caches[f], blocks, terms[f])
-            self._maxima = (caches.copy(), blocks, terms)
-        return self._maxima[1], self._maxima[2]
+                _block_maxima(self.indptr[f], self.block_ptr[f], self.block_last, self.block_start, self.doc_bits, self.tf_bits, self.words, self.norms[f], caches[f], blocks, terms[f], floors[f])
+            self._maxima = (caches.copy(), blocks, terms, floors)
+        return self._maxima[1], self._maxima[2], self._maxima[3]
 
     def nbytes(self) -> int:
         """Bytes of the stored index (packed postings, block table, term offsets, norms)."""
         return sum(getattr(self, part).nbytes for part in self.PARTS)
 
     def search_nbytes(self) -> int:
-        """Bytes searching adds: each term's first block, and each block's and term's maximum."""
-        return self.block_ptr.nbytes + 4 * self.blocks + 4 * (self.indptr.size - 2)
+        """Bytes searching adds: each term's first block, each block's and term's maximum, and each term's floor."""
+        return self.block_ptr.nbytes + 4 * self.blocks + 8 * (self.indptr.size - 2)
 
 
 class _FieldBuilder:
@@ -351,21 +365,27 @@ def _unpack_all(indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, w
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def _block_maxima(indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, norm_inverse, out, out_terms):
+def _block_maxima(indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, norm_inverse, out, out_terms, out_floors):
     buf_docs = np.empty(BLOCK, np.int32)
     buf_tfs = np.empty(BLOCK, np.float32)
+    values = np.empty(np.max(np.diff(indptr)) if indptr.shape[0] > 1 else 0, np.float32)  # one list's values, for its floor
     one = np.float32(1.0)
     for t in range(indptr.shape[0] - 1):
         df = indptr[t + 1] - indptr[t]
         term_best = np.float32(0.0)
+        p = 0
         for b in range(block_ptr[t], block_ptr[t + 1]):
             n = _decode_block(b, block_ptr[t], df, block_last, block_start, doc_bits, tf_bits, words, buf_docs, buf_tfs)
             best = np.float32(0.0)
             for i in range(n):
-                best = max(best, buf_tfs[i] * norm_inverse[norms[buf_docs[i]]])
-            out[b] = one + best
-            term_best = max(term_best, out[b])
+                x = one + buf_tfs[i] * norm_inverse[norms[buf_docs[i]]]
+                best = max(best, x)
+                values[p + i] = x
+            p += n
+            out[b] = best
+            term_best = max(term_best, best)
         out_terms[t] = term_best
+        out_floors[t] = np.partition(values[:df], df - FLOOR_K)[df - FLOOR_K] if df >= FLOOR_K else 0.0
 
 
 class EmbeddedEngine:
@@ -669,7 +689,7 @@ def _clauses(q, q_ptr, q_terms, q_counts, indptr, dfs, counts, boosts, terms, fi
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def _search_exhaustive(
     q_ptr, q_terms, q_counts, lo, hi, k,
-    indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, caches, maxima, term_maxima, dfs, counts, boosts,
+    indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, caches, maxima, term_maxima, term_floors, dfs, counts, boosts,
     most_fields, acc_t, acc_x, seen, touched, out_pos, out_scores, out_len,
 ):  # fmt: skip
     heap_s = np.empty(k, np.float32)
@@ -705,81 +725,97 @@ def _search_exhaustive(
 
 # ---- block-max MaxScore ----------------------------------------------------------------
 
-# Columns of a query's cursor table, one row per clause (a term in a field). A cursor
-# decodes lazily: one gap per step, a frequency only for a posting that is scored.
-_FIELD, _B0, _B1, _DF, _BLK, _IDX, _DOC, _N, _BIT, _DB, _TB, _SHALLOW = range(12)
-_COLUMNS = 12
+# Columns of a query's cursor table, one row per clause (a term in a field). Entering a
+# block decodes its documents into the clause's row of a buffer; a frequency is decoded
+# only for a posting that is scored (it sits at a computable bit offset).
+_FIELD, _B0, _B1, _DF, _BLK, _IDX, _DOC, _N, _BIT, _TB, _SHALLOW = range(11)
+_COLUMNS = 11
+WINDOW = 2048  # documents whose essential clause scores are summed at once (two float64 arrays: L1-sized)
+
+
+@intrinsic
+def _trailing_zeros(typingctx, value):
+    """The index of the lowest set bit of a non-zero uint64 (LLVM's cttz)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.cttz(args[0], ir.Constant(ir.IntType(1), 1))
+
+    return types.uint64(types.uint64), codegen
 
 
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _enter(c, b, cur, block_last, block_start, doc_bits, tf_bits, words):
-    """Put clause ``c`` on the first posting of block ``b``."""
+def _enter(c, b, cur, docs, block_last, block_start, doc_bits, tf_bits, words):
+    """Put clause ``c`` on the first posting of block ``b``, its documents decoded into ``docs[c]``."""
+    n = min(BLOCK, cur[c, _DF] - (b - cur[c, _B0]) * BLOCK)
+    bit = np.int64(block_start[b]) * 32
+    db = np.int64(doc_bits[b])
     cur[c, _BLK] = b
     cur[c, _IDX] = 0
-    cur[c, _N] = min(BLOCK, cur[c, _DF] - (b - cur[c, _B0]) * BLOCK)
-    cur[c, _BIT] = np.int64(block_start[b]) * 32
-    db = np.int64(doc_bits[b])
-    cur[c, _DB] = db
+    cur[c, _N] = n
+    cur[c, _BIT] = bit + n * db  # where the frequencies start
     cur[c, _TB] = np.int64(tf_bits[b])
-    base = np.int64(block_last[b - 1]) if b > cur[c, _B0] else np.int64(-1)
-    cur[c, _DOC] = base + _get(words, cur[c, _BIT], (np.uint64(1) << np.uint64(db)) - np.uint64(1)) + 1
+    doc = np.int64(block_last[b - 1]) if b > cur[c, _B0] else np.int64(-1)
+    if db == 0:
+        for i in range(n):
+            docs[c, i] = doc + 1 + i
+    else:
+        mask = (np.uint64(1) << np.uint64(db)) - np.uint64(1)
+        for i in range(n):
+            doc += _get(words, bit, mask) + 1
+            bit += db
+            docs[c, i] = doc
+    cur[c, _DOC] = docs[c, 0]
 
 
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _step(c, cur, words):
-    """Move clause ``c`` to the next posting of its block (there is one)."""
-    i = cur[c, _IDX] + 1
-    db = cur[c, _DB]
-    cur[c, _IDX] = i
-    cur[c, _DOC] += _get(words, cur[c, _BIT] + i * db, (np.uint64(1) << np.uint64(db)) - np.uint64(1)) + 1
-
-
-@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _tf(c, cur, words):
-    """The frequency of clause ``c``'s current posting, as scores use it."""
+def _tf(c, i, cur, words):
+    """The frequency of posting ``i`` of clause ``c``'s block, as scores use it."""
     tb = cur[c, _TB]
-    bit = cur[c, _BIT] + cur[c, _N] * cur[c, _DB] + cur[c, _IDX] * tb
-    return np.float32(_get(words, bit, (np.uint64(1) << np.uint64(tb)) - np.uint64(1)) + 1)
+    if tb == 0:
+        return np.float32(1.0)
+    return np.float32(_get(words, cur[c, _BIT] + i * tb, (np.uint64(1) << np.uint64(tb)) - np.uint64(1)) + 1)
 
 
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _score(c, d, cur, words, weights, caches, norms):
     """Clause ``c``'s float32 score of document ``d``, its current posting, in Lucene's order of operations."""
     f = cur[c, _FIELD]
-    return _term_score(weights[c], _tf(c, cur, words), caches[f, norms[f, d]])
+    return _term_score(weights[c], _tf(c, cur[c, _IDX], cur, words), caches[f, norms[f, d]])
 
 
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _next(c, cur, block_last, block_start, doc_bits, tf_bits, words):
+def _next(c, cur, docs, block_last, block_start, doc_bits, tf_bits, words):
     """Move clause ``c`` (on a posting) to its next posting."""
-    if cur[c, _IDX] + 1 < cur[c, _N]:
-        _step(c, cur, words)
+    i = cur[c, _IDX] + 1
+    if i < cur[c, _N]:
+        cur[c, _IDX] = i
+        cur[c, _DOC] = docs[c, i]
     elif cur[c, _BLK] + 1 < cur[c, _B1]:
-        _enter(c, cur[c, _BLK] + 1, cur, block_last, block_start, doc_bits, tf_bits, words)
+        _enter(c, cur[c, _BLK] + 1, cur, docs, block_last, block_start, doc_bits, tf_bits, words)
     else:
         cur[c, _DOC] = NO_MORE
 
 
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _advance(c, target, cur, block_last, block_start, doc_bits, tf_bits, words):
+def _advance(c, target, cur, docs, block_last, block_start, doc_bits, tf_bits, words):
     """Move clause ``c`` to its first document >= ``target``, skipping whole blocks by their last document."""
     if cur[c, _DOC] >= target:
         return
     b = cur[c, _BLK]
     if b < cur[c, _B0] or block_last[b] < target:  # not in this block (or not started): find the block
-        b = max(b + 1, cur[c, _B0])
+        b = max(b + 1, cur[c, _SHALLOW])
         while b < cur[c, _B1] and block_last[b] < target:
             b += 1
         if b == cur[c, _B1]:
             cur[c, _BLK] = b
             cur[c, _DOC] = NO_MORE
             return
-        _enter(c, b, cur, block_last, block_start, doc_bits, tf_bits, words)
-    if cur[c, _DB] == 0:  # gaps of one: the documents are consecutive, so jump
-        cur[c, _IDX] += target - cur[c, _DOC]
-        cur[c, _DOC] = target
-    while cur[c, _DOC] < target:  # the block's last document is >= target
-        _step(c, cur, words)
+        _enter(c, b, cur, docs, block_last, block_start, doc_bits, tf_bits, words)
+    i = cur[c, _IDX]
+    while docs[c, i] < target:  # the block's last document is >= target
+        i += 1
+    cur[c, _IDX] = i
+    cur[c, _DOC] = docs[c, i]
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -815,7 +851,7 @@ def _partition(n_clauses, hi, theta, most_fields, cur, weights, block_last, maxi
     """
     for c in range(n_clauses):
         best = np.float32(0.0)
-        b = cur[c, _SHALLOW]
+        b = cur[c, _SHALLOW] if cur[c, _DOC] <= hi else cur[c, _B1]  # a cursor past the window: nothing in it
         while b < cur[c, _B1]:
             best = max(best, maxima[b])
             if block_last[b] >= hi:
@@ -870,25 +906,141 @@ def _partition(n_clauses, hi, theta, most_fields, cur, weights, block_last, maxi
     return non_essential
 
 
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _settle(c, j, d, limit, cur, docs, block_last, block_start, doc_bits, tf_bits, words):
+    """Leave clause ``c`` on posting ``j`` of its block (document ``d``) after reading it up to ``limit``, or on its next block when ``d <= limit`` was its last."""
+    if d <= limit:
+        cur[c, _IDX] = j - 1
+        _next(c, cur, docs, block_last, block_start, doc_bits, tf_bits, words)
+    else:
+        cur[c, _IDX] = j
+        cur[c, _DOC] = d
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _gather_one(c, hi, cur, docs, weights, caches, norms, block_last, block_start, doc_bits, tf_bits, words, batch_docs, batch_sums):
+    """Clause ``c``'s documents up to ``hi`` in its current block, with its scores, into the batch; returns how many."""
+    f = cur[c, _FIELD]
+    w = weights[c]
+    j = cur[c, _IDX]
+    d = cur[c, _DOC]
+    found = 0
+    while d <= hi:
+        score = np.float64(_term_score(w, _tf(c, j, cur, words), caches[f, norms[f, d]]))
+        batch_docs[found] = d
+        batch_sums[f, found] = score
+        batch_sums[1 - f, found] = 0.0
+        found += 1
+        j += 1
+        if j == cur[c, _N]:
+            break
+        d = docs[c, j]
+    _settle(c, j, d, hi, cur, docs, block_last, block_start, doc_bits, tf_bits, words)
+    return found
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _gather_window(
+    first, n, hi, order, cur, docs, weights, caches, norms, block_last, block_start, doc_bits, tf_bits, words, window_sums, window_hits, batch_docs, batch_sums,
+):  # fmt: skip
+    """The documents of clauses ``order[first:n]`` in the next ``WINDOW`` documents up to ``hi`` that hold any, in order, with their per-field sums; returns how many.
+
+    Term at a time: each clause's postings add their scores into per-document sums
+    and set the document's bit; the set bits then list the documents in order.
+    """
+    start = np.int64(NO_MORE)
+    for i in range(first, n):
+        start = min(start, cur[order[i], _DOC])
+    if start > hi:
+        return 0
+    end = min(start + WINDOW - 1, hi)
+    for i in range(first, n):
+        c = order[i]
+        f = cur[c, _FIELD]
+        w = weights[c]
+        j = cur[c, _IDX]
+        d = cur[c, _DOC]
+        while d <= end:
+            at = d - start
+            window_sums[f, at] += _term_score(w, _tf(c, j, cur, words), caches[f, norms[f, d]])
+            window_hits[at >> 6] |= np.uint64(1) << np.uint64(at & 63)
+            j += 1
+            if j == cur[c, _N]:
+                break
+            d = docs[c, j]
+        _settle(c, j, d, end, cur, docs, block_last, block_start, doc_bits, tf_bits, words)
+    found = 0
+    for h in range((end - start) // 64 + 1):
+        bits = window_hits[h]
+        window_hits[h] = 0
+        while bits:
+            at = h * 64 + np.int64(_trailing_zeros(bits))
+            bits &= bits - np.uint64(1)
+            batch_docs[found] = start + at
+            batch_sums[0, found] = window_sums[0, at]
+            batch_sums[1, found] = window_sums[1, at]
+            window_sums[0, at] = 0.0
+            window_sums[1, at] = 0.0
+            found += 1
+    return found
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _complete(
+    d, sum_t, sum_x, non_essential, theta, most_fields, order, pre_t, pre_x, cur, docs, weights, caches, norms, block_last, block_start, doc_bits, tf_bits, words,
+):  # fmt: skip
+    """Document ``d``'s score from its essential clauses' sums, probing the non-essential clauses (largest window maximum first) only while it can still beat ``theta``; -inf when it cannot."""
+    for i in range(non_essential, 0, -1):
+        bound_t = (sum_t + pre_t[i]) * UP
+        bound_x = (sum_x + pre_x[i]) * UP
+        if _combine(bound_t, bound_x, most_fields) <= theta:
+            return -np.inf
+        c = order[i - 1]
+        f = cur[c, _FIELD]
+        if not most_fields and np.float32(bound_t if f == 0 else bound_x) <= theta:
+            continue  # best_fields: the larger field decides, and this one cannot win, so its exact sum is not needed
+        _advance(c, d, cur, docs, block_last, block_start, doc_bits, tf_bits, words)
+        if cur[c, _DOC] == d:
+            if f == 0:
+                sum_t += _score(c, d, cur, words, weights, caches, norms)
+            else:
+                sum_x += _score(c, d, cur, words, weights, caches, norms)
+    return np.float64(_combine(sum_t, sum_x, most_fields))
+
+
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def _search_pruned(
     q_ptr, q_terms, q_counts, lo_q, hi_q, k,
-    indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, caches, maxima, term_maxima, dfs, counts, boosts,
+    indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, caches, maxima, term_maxima, term_floors, dfs, counts, boosts,
     most_fields, out_pos, out_scores, out_len,
 ):  # fmt: skip
-    heap_s = np.empty(k, np.float32)
-    heap_d = np.empty(k, np.int32)
+    """Allocate the kernel's buffers (the kernel itself allocates nothing, see ``_search_pruned_kernel``)."""
     terms, fields, weights = _clause_buffers(q_ptr, lo_q, hi_q)
     m = terms.shape[0]
-    cur = np.zeros((m, _COLUMNS), np.int64)
-    window_max = np.empty(m, np.float64)
-    order = np.empty(m, np.int64)
-    pre_t = np.empty(m + 1, np.float64)
-    pre_x = np.empty(m + 1, np.float64)
-    essential = np.empty(m, np.bool_)
-    term_max = np.empty(m, np.float64)
+    _search_pruned_kernel(
+        q_ptr, q_terms, q_counts, lo_q, hi_q, k,
+        indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, caches, maxima, term_maxima, term_floors, dfs, counts, boosts,
+        most_fields, out_pos, out_scores, out_len,
+        np.empty(k, np.float32), np.empty(k, np.int32), terms, fields, weights,
+        np.zeros((m, _COLUMNS), np.int64), np.empty((m, BLOCK), np.int32), np.empty(m, np.float64), np.empty(m, np.int64),
+        np.empty(m + 1, np.float64), np.empty(m + 1, np.float64), np.empty(m, np.bool_), np.empty(m, np.float64),
+        np.zeros((2, WINDOW), np.float64), np.zeros(WINDOW // 64, np.uint64), np.empty(WINDOW, np.int64), np.empty((2, WINDOW), np.float64),
+    )  # fmt: skip
+
+
+# No reference counting in the kernel (``_nrt=False``): it allocates nothing, and numba's
+# increments and decrements of the arrays handed to inlined helpers, left inside the
+# per-document loops, took 80-90% of its time (measured with perf on this kernel).
+@numba.njit(nogil=True, cache=True, error_model="numpy", _nrt=False)
+def _search_pruned_kernel(
+    q_ptr, q_terms, q_counts, lo_q, hi_q, k,
+    indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, caches, maxima, term_maxima, term_floors, dfs, counts, boosts,
+    most_fields, out_pos, out_scores, out_len,
+    heap_s, heap_d, terms, fields, weights, cur, docs, window_max, order, pre_t, pre_x, essential, term_max, window_sums, window_hits, batch_docs, batch_sums,
+):  # fmt: skip
     for q in range(lo_q, hi_q):
         n = _clauses(q, q_ptr, q_terms, q_counts, indptr, dfs, counts, boosts, terms, fields, weights)
+        floor = -np.inf  # the k-th hit scores at least this: k documents of one clause's list do
         for c in range(n):
             f, term, w = fields[c], terms[c], weights[c]
             cur[c, _FIELD] = f
@@ -900,10 +1052,14 @@ def _search_pruned(
             cur[c, _SHALLOW] = block_ptr[f, term]
             top = term_maxima[f, term]
             term_max[c] = np.float64(w - w / top) if top > 0 else 0.0
+            if k <= FLOOR_K and term_floors[f, term] > 0:
+                floor = max(floor, np.float64(w - w / term_floors[f, term]))
             essential[c] = True
             order[c] = c
+        if floor > -np.inf:  # just below: a document scoring exactly the floor may still rank (ties)
+            floor = np.float64(np.nextafter(np.float32(floor), np.float32(-np.inf)))
         size = 0
-        theta = -np.inf
+        theta = floor  # a document must score above it
         lo = 0
         while n:
             for c in range(n):  # shallow advance: the first block that can hold lo
@@ -911,11 +1067,11 @@ def _search_pruned(
                 while s < cur[c, _B1] and block_last[s] < lo:
                     s += 1
                 cur[c, _SHALLOW] = s
-            if not _any_left(n, cur, term_max, theta if size == k else -np.inf, most_fields):
+            if not _any_left(n, cur, term_max, theta, most_fields):
                 break
             hi = _window_end(n, essential, order, cur, block_last)
             non_essential = 0
-            if size < k:
+            if theta == -np.inf:
                 for c in range(n):
                     order[c] = c
                     essential[c] = True
@@ -930,39 +1086,21 @@ def _search_pruned(
                     hi = shorter
             if non_essential < n:
                 for i in range(non_essential, n):
-                    _advance(order[i], lo, cur, block_last, block_start, doc_bits, tf_bits, words)
-                while True:
-                    d = NO_MORE
-                    for i in range(non_essential, n):
-                        d = min(d, cur[order[i], _DOC])
-                    if d > hi:
+                    _advance(order[i], lo, cur, docs, block_last, block_start, doc_bits, tf_bits, words)
+                while True:  # the essential clauses' documents in the window, a batch at a time, in order
+                    if non_essential == n - 1:  # one essential clause: its postings are the documents
+                        found = _gather_one(order[non_essential], hi, cur, docs, weights, caches, norms, block_last, block_start, doc_bits, tf_bits, words, batch_docs, batch_sums)
+                    else:
+                        found = _gather_window(non_essential, n, hi, order, cur, docs, weights, caches, norms, block_last, block_start, doc_bits, tf_bits, words, window_sums, window_hits, batch_docs, batch_sums)
+                    if found == 0:
                         break
-                    acc_t = 0.0
-                    acc_x = 0.0
-                    for i in range(non_essential, n):
-                        c = order[i]
-                        if cur[c, _DOC] == d:
-                            if cur[c, _FIELD] == 0:
-                                acc_t += _score(c, d, cur, words, weights, caches, norms)
-                            else:
-                                acc_x += _score(c, d, cur, words, weights, caches, norms)
-                            _next(c, cur, block_last, block_start, doc_bits, tf_bits, words)
-                    competitive = True
-                    for i in range(non_essential, 0, -1):  # largest window maximum first
-                        if _combine((acc_t + pre_t[i]) * UP, (acc_x + pre_x[i]) * UP, most_fields) <= theta:
-                            competitive = False
-                            break
-                        c = order[i - 1]
-                        _advance(c, d, cur, block_last, block_start, doc_bits, tf_bits, words)
-                        if cur[c, _DOC] == d:
-                            if cur[c, _FIELD] == 0:
-                                acc_t += _score(c, d, cur, words, weights, caches, norms)
-                            else:
-                                acc_x += _score(c, d, cur, words, weights, caches, norms)
-                    if competitive:
-                        size = _offer(heap_s, heap_d, size, k, _combine(acc_t, acc_x, most_fields), d)
-                        if size == k:
-                            theta = np.float64(heap_s[0])
+                    for g in range(found):
+                        d = batch_docs[g]
+                        score = _complete(d, batch_sums[0, g], batch_sums[1, g], non_essential, theta, most_fields, order, pre_t, pre_x, cur, docs, weights, caches, norms, block_last, block_start, doc_bits, tf_bits, words)
+                        if score > theta:  # documents come in order: a tie with the k-th ranks below it
+                            size = _offer(heap_s, heap_d, size, k, score, d)
+                            if size == k:
+                                theta = max(np.float64(heap_s[0]), floor)
             if hi >= NO_MORE:
                 break
             lo = hi + 1
