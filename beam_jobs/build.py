@@ -118,12 +118,16 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
     es_url = config.es_url or os.environ.get("CLIRMATRIX_ES_URL", "")
     retrieval = RetrievalSettings(config.engine, config.k, bm25, config.threads, es_url, shard_docs=config.shard_docs, block_size=config.block_size)
     check_engine(retrieval, config.langs)
+    found = find_dumps(config.dumps, config.langs, config.source, config.skip_missing)  # before OUT is touched
     for folder in (config.out, config.work_dir):
         fileio.check_writable(folder)
+    # From here until the manifest is written, OUT is marked unfinished (layout.IN_PROGRESS):
+    # a failed or killed run leaves the mark, and validate, download and the loader refuse it.
+    marker = fileio.join(config.out, layout.IN_PROGRESS)
+    fileio.write_json(marker, {"incomplete": "clirmatrix build has not finished writing this folder; rerun clirmatrix build"})
     work, version = WorkDirs(config.work_dir), metadata.version("clirmatrix")
     log = StageLog(work.root)
     workers = config.workers or None
-    found = find_dumps(config.dumps, config.langs, config.source)
     docs_inputs = _describe([dump.path for dumps in found.docs.values() for dump in dumps], config.dumps)
     wikidata_inputs = _describe(found.wikidata, config.dumps)
     summaries: dict[str, dict] = {}
@@ -181,6 +185,7 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
         "stage_fingerprints": keys,
     }
     fileio.write_json(fileio.join(config.out, layout.MANIFEST), manifest)
+    fileio.remove_tree(marker)
     seconds = {name: log.seconds(name) for name in STAGES}
     return BuildResult(config.out, work.root, summaries, seconds, log.skipped, found.notes)
 

@@ -27,11 +27,12 @@ from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION
 from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.dumps import DumpSet, discover
+from clirmatrix.pipeline.errors import MissingInputError
 
 LOG = logging.getLogger("clirmatrix")
 
 
-class NoDumpsError(FileNotFoundError):
+class NoDumpsError(MissingInputError):
     """The dumps folder holds nothing this job can read."""
 
 
@@ -49,9 +50,9 @@ def stage_dirs(work_dir: str) -> dict[str, str]:
     return {name: fileio.join(work_dir, name) for name in ("docs", "sitelinks", "entity_docs")}
 
 
-def find_dumps(dumps_dir: str, langs: Sequence[str] | None, source: str) -> DumpSet:
-    """The dumps to read; notes (e.g. a language without a dump) are logged, nothing usable is an error."""
-    found = discover(dumps_dir, list(langs) if langs else None, source)
+def find_dumps(dumps_dir: str, langs: Sequence[str] | None, source: str, skip_missing: bool = False) -> DumpSet:
+    """The dumps to read; notes (e.g. a skipped language) are logged, nothing usable is an error."""
+    found = discover(dumps_dir, list(langs) if langs else None, source, skip_missing)
     for note in found.notes:
         LOG.warning(note)
     if not found.docs:
@@ -69,10 +70,11 @@ def run_extract(
     settings: DocsSettings = DocsSettings(),
     beam_args: Sequence[str] = (),
     workers: int | None = None,
+    skip_missing: bool = False,
 ) -> ExtractResult:
     """Run docs, sitelinks and linking for every language found (or ``langs``)."""
     dumps_dir, work_dir, beam_args = prepare_run(dumps_dir, work_dir, beam_args)
-    found = find_dumps(dumps_dir, langs, source)
+    found = find_dumps(dumps_dir, langs, source, skip_missing)
     dirs = stage_dirs(work_dir)
     docs = run_extract_docs(found.docs, dirs["docs"], settings, beam_args, workers)
     kept = sorted(docs["languages"])
@@ -92,13 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--min-docs", type=int, default=DEFAULT_MIN_DOCS)
     parser.add_argument("--max-bad-fraction", type=float, default=DEFAULT_MAX_BAD_FRACTION)
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--skip-missing", action="store_true", help="languages of --langs without a dump are skipped, not an error")
     return parser
 
 
 def run(argv: Sequence[str] | None = None) -> ExtractResult:
     args, beam_args = build_parser().parse_known_args(argv)
     settings = DocsSettings(min_docs=args.min_docs, max_bad_fraction=args.max_bad_fraction)
-    return run_extract(args.dumps, args.output, args.langs, args.source, settings, beam_args, args.workers)
+    return run_extract(args.dumps, args.output, args.langs, args.source, settings, beam_args, args.workers, args.skip_missing)
 
 
 def prepare_run(dumps_dir: str, work_dir: str, beam_args: Sequence[str]) -> tuple[str, str, list[str]]:

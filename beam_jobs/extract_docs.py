@@ -22,6 +22,7 @@ import os
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
+from typing import BinaryIO
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -66,6 +67,14 @@ def output_path(out_dir: str, dump: DumpFile, rank: int) -> str:
     return fileio.join(out_dir, dump.lang, f"{rank:05d}-{stem}.parquet")
 
 
+def read_dump(raw: BinaryIO, dump: DumpFile, report: FileReport, background_inflate: bool = False) -> Iterator[cirrus.Article]:
+    """The articles of one opened dump file, in dump order; every record lands in ``report``."""
+    stream = fileio.open_dump(raw, dump.path, background_inflate)
+    if dump.kind == CIRRUS:
+        return cirrus.read_articles(fileio.iter_lines(stream, report), report)
+    return mediawiki_xml.read_articles(stream, report)
+
+
 class ExtractDumpFile(common.StorageDoFn):
     """One dump file -> one docs Parquet file; emits ``(lang, unit report)``."""
 
@@ -87,12 +96,7 @@ class ExtractDumpFile(common.StorageDoFn):
         derived = {"text": lambda columns: truncate_array(columns["text_full"], rule)}
         with fileio.open_raw(dump.path) as raw, ParquetSink(out_path, DOCS, ROWS_PER_GROUP, derived) as sink:
             progress = ProgressLog(f"{dump.lang} {dump_name}", fileio.size_of(dump.path), raw.tell)
-            stream = fileio.open_dump(raw, dump.path, self.background_inflate)
-            if dump.kind == CIRRUS:
-                articles = cirrus.read_articles(fileio.iter_lines(stream, report), report)
-            else:
-                articles = mediawiki_xml.read_articles(stream, report)
-            for article in articles:
+            for article in read_dump(raw, dump, report, self.background_inflate):
                 sink.add((dump.lang, article.doc_id, article.title, article.text, article.entity, dump_name, article.line))
                 progress.tick()
             seconds = progress.finish()

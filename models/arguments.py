@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clirmatrix.pipeline.errors import InvalidInputError
+
 MODELS: tuple[str, ...] = ("cross-encoder", "bi-encoder", "contrastive", "dap", "ccp")
 
 # Per-model defaults (MODELS.md section in the comment); everything else is shared.
@@ -85,7 +87,7 @@ class TrainArguments:
     def resolved(self) -> "TrainArguments":
         """A copy with every ``None`` replaced by the model's default; checks the model name."""
         if self.model not in MODELS:
-            raise ValueError(f"unknown model {self.model!r}; expected one of {', '.join(MODELS)}")
+            raise InvalidInputError(f"unknown model {self.model!r}; expected one of {', '.join(MODELS)}")
         values = dataclasses.asdict(self)
         for name, default in {**SHARED_DEFAULTS, **MODEL_DEFAULTS[self.model]}.items():
             if values[name] is None:
@@ -106,7 +108,7 @@ class TrainArguments:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"{path}: unknown settings {', '.join(unknown)}")
+            raise InvalidInputError(f"{path}: unknown settings {', '.join(unknown)}")
         return cls(**values)
 
     def fingerprint(self) -> dict[str, Any]:

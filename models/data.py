@@ -38,6 +38,7 @@ from typing import NamedTuple
 from isal import igzip
 
 from clirmatrix.pipeline import layout
+from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.jsonl import iter_lines, iter_queries, parse_query
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.loader import QuerySplit, documents
@@ -452,7 +453,7 @@ def read_parallel_tsv(path: str | os.PathLike) -> Iterator[ParallelPair]:
     for number, line in iter_lines(name):
         fields = line.decode("utf-8").split("\t")
         if len(fields) != 4:
-            raise ValueError(f"{name}:{number}: expected 4 tab-separated fields (lang_a, lang_b, text_a, text_b), found {len(fields)}")
+            raise InvalidInputError(f"{name}:{number}: expected 4 tab-separated fields (lang_a, lang_b, text_a, text_b), found {len(fields)}")
         yield ParallelPair(*fields)
 
 

@@ -34,6 +34,7 @@ from clirmatrix.models.metrics import (
 from clirmatrix.models.recipes import recipe_class
 from clirmatrix.models.recipes.base import Recipe, resolve_directions
 from clirmatrix.pipeline import layout
+from clirmatrix.pipeline.errors import InvalidInputError, MissingInputError
 from clirmatrix.pipeline.jsonl import QueryRecord, iter_queries
 from clirmatrix.pipeline.loader import QuerySplit
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
@@ -98,9 +99,9 @@ def load_run(run_dir: str | Path, device: str = "auto", data: str | None = None)
     args_path = run_dir / "args.json"
     best = run_dir / "best" / "model.pt"
     if not args_path.is_file():
-        raise FileNotFoundError(f"{run_dir} is not a training run (no args.json); train one with clirmatrix train")
+        raise MissingInputError(f"{run_dir} is not a training run (no args.json); train one with clirmatrix train")
     if not best.is_file():
-        raise FileNotFoundError(f"{best} is missing: the run has not finished an epoch yet")
+        raise MissingInputError(f"{best} is missing: the run has not finished an epoch yet")
     args = TrainArguments.load(args_path).resolved()
     if data is not None:
         args.data = data
@@ -150,12 +151,12 @@ def evaluate_mixed(runs: Sequence[str | Path], data: str | Path, split: str, src
     recipes = [load_run(run, device, str(data)) for run in runs]
     targets = [lang for lang in MULTI8_LANGUAGES if lang != src and (Path(data) / layout.query_file("multi8", src, lang, split)).is_file()]
     if not targets:
-        raise FileNotFoundError(f"{data} has no MULTI-8 {split} files for queries in {src}; fetch them with: clirmatrix download multi8 --src {src} --split {split}")
+        raise MissingInputError(f"{data} has no MULTI-8 {split} files for queries in {src}; fetch them with: clirmatrix download multi8 --src {src} --split {split}")
     by_target = {}
     for tgt in targets:
         owners = [recipe for recipe in recipes if (src, tgt) in recipe.directions]
         if not owners:
-            raise ValueError(f"no run covers {src}->{tgt}; give a multilingual run or one bilingual run per target")
+            raise InvalidInputError(f"no run covers {src}->{tgt}; give a multilingual run or one bilingual run per target")
         by_target[tgt] = owners[0]
     merge = len(recipes) > 1
     records = {tgt: query_records(data, "multi8", src, tgt, split, limit) for tgt in targets}
@@ -172,7 +173,7 @@ def evaluate_mixed(runs: Sequence[str | Path], data: str | Path, split: str, src
             for tgt in targets:
                 aligned = batches[tgt][position]
                 if aligned.src_id != record.src_id:
-                    raise ValueError(f"MULTI-8 {src}->{tgt} {split}: query {position} is {aligned.src_id}, not {record.src_id} as in {src}->{targets[0]}")
+                    raise InvalidInputError(f"MULTI-8 {src}->{tgt} {split}: query {position} is {aligned.src_id}, not {record.src_id} as in {src}->{targets[0]}")
                 lists[tgt] = [(doc_id, score) for (doc_id, _), score in zip(aligned.tgt_results, scored[tgt][position])]
                 labels[tgt] = dict(aligned.tgt_results)
             if merge:

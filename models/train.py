@@ -22,11 +22,12 @@ from clirmatrix.models.evaluate import BACKBONE, dev_score
 from clirmatrix.models.modeling.encoder import check_model_dir, save_backbone_files
 from clirmatrix.models.recipes import recipe_class
 from clirmatrix.models.trainer import BEST, TrainState, Trainer
+from clirmatrix.pipeline.errors import InvalidInputError
 
 ARGS = "args.json"
 
 
-class RunDirError(ValueError):
+class RunDirError(InvalidInputError):
     """The run directory holds a different run."""
 
 

@@ -2,9 +2,10 @@
 
 Every record a reader meets lands in exactly one bucket: kept, filtered (a rule of
 PIPELINE.md says skip it: another namespace, a redirect, empty text, a duplicate
-id) or rejected (the input is broken: malformed JSON, a truncated stream, a
-document line without its action line, a missing field). Rejects are counted by
-kind with file and line; a job fails when their share crosses a set fraction.
+id) or rejected (the input is broken: malformed JSON, a document line without its
+action line, a missing field). Rejects are counted by kind with file and line; a
+job fails when their share crosses a set fraction. A file that cannot be read to
+its end (a truncated or corrupt stream) fails the job whatever the fraction.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from clirmatrix.pipeline.errors import InputError
 
 # Kinds of bad input.
 MALFORMED_JSON = "malformed_json"
@@ -24,6 +27,12 @@ BAD_FIELD = "bad_field"
 UNPARSEABLE_WIKITEXT = "unparseable_wikitext"
 TRUNCATED_STREAM = "truncated_stream"
 CORRUPT_STREAM = "corrupt_stream"
+INCOMPLETE_LINE = "incomplete_line"
+
+# Kinds after which a file cannot be read on: the rest of it is lost, in an amount
+# nobody can know (a cut or damaged compressed stream, XML that stops parsing). They
+# fail the run whatever their share; every other kind costs one record and is counted.
+STREAM_LOSS = frozenset({TRUNCATED_STREAM, CORRUPT_STREAM, MALFORMED_XML})
 
 DEFAULT_MAX_BAD_FRACTION = 0.001  # 0.1 %
 MAX_EXAMPLES = 20
@@ -54,7 +63,7 @@ class FileReport:
         """A record lost to bad input, remembered with its line for the report."""
         self.records += 1
         self.rejected[kind] += 1
-        if len(self.examples) < MAX_EXAMPLES:
+        if len(self.examples) < MAX_EXAMPLES or kind in STREAM_LOSS:  # where a file broke is always kept
             self.examples.append({"line": line, "kind": kind, "detail": detail[:300]})
 
     @property
@@ -85,8 +94,33 @@ class FileReport:
         )
 
 
-class TooManyBadRecords(RuntimeError):
+class TooManyBadRecords(InputError, RuntimeError):
     """More input was rejected than the configured fraction allows."""
+
+
+class DamagedInputError(InputError, RuntimeError):
+    """An input file could not be read to its end."""
+
+
+def check_complete(reports: Iterable[FileReport]) -> None:
+    """Raise ``DamagedInputError`` naming every file that could not be read to its end, and how far it got.
+
+    A truncated dump would otherwise pass as a smaller language (a cut at 60% of
+    English is one bad record among thousands), so this is fatal whatever the fraction.
+    """
+    damaged = []
+    for report in reports:
+        for example in report.examples:
+            if example["kind"] in STREAM_LOSS:
+                damaged.append(
+                    f"{report.file}: {example['kind']} at line {example['line']:,}, after {report.records - 1:,} records "
+                    f"({report.kept:,} kept): {example['detail']}"
+                )
+    if damaged:
+        raise DamagedInputError(
+            "input that cannot be read to its end; the rest of each file below would be lost, so nothing was built from it. "
+            "Download it again (and check it against the dump's md5sums or sha1sums file):\n" + "\n".join("    " + line for line in damaged)
+        )
 
 
 def describe_rejects(reports: Iterable[FileReport], limit: int = 10) -> list[str]:
@@ -101,7 +135,8 @@ def describe_rejects(reports: Iterable[FileReport], limit: int = 10) -> list[str
 
 
 def check_bad_fraction(groups: dict[str, list[FileReport]], max_fraction: float) -> None:
-    """Raise ``TooManyBadRecords`` naming every group (language or file) over the limit."""
+    """Raise ``DamagedInputError`` for a file not read to its end, else ``TooManyBadRecords`` naming every group (language or file) over the limit."""
+    check_complete(report for reports in groups.values() for report in reports)
     failures: list[str] = []
     for name, reports in sorted(groups.items()):
         records = sum(r.records for r in reports)

@@ -1,13 +1,15 @@
 """The ``clirmatrix`` command.
 
 Each command parses its flags, calls the library, and turns the library's typed
-errors into a one-paragraph message and a non-zero exit; no traceback for bad
-input. Unknown ``--flags`` of ``extract`` go to Apache Beam (``--runner=...``).
+input errors (``clirmatrix.pipeline.errors.InputError``) into a one-paragraph
+message and exit 2; no traceback for bad input, and every other exception keeps
+its traceback (it is a bug). Unknown ``--flags`` of ``extract`` go to Apache Beam (``--runner=...``).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 import click
@@ -15,7 +17,8 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
-console = Console(stderr=True)
+# Piped or logged, rich would wrap every table to 80 columns; wide enough for our tables instead.
+console = Console(stderr=True, width=None if sys.stderr.isatty() or "COLUMNS" in os.environ else 160)
 LOG = logging.getLogger("clirmatrix")
 DEFAULT_SAMPLE_LANGS = ("en", "de", "es", "fr", "ru", "ar", "zh", "ja")  # the MULTI-8 languages, 5 scripts
 
@@ -74,8 +77,12 @@ def sample(out_dir: str, docs_per_lang: int, langs: str, seed: int, clean: bool)
 @click.option("--min-docs", type=click.IntRange(min=0), default=10_000, show_default=True, help="Drop languages with fewer documents.")
 @click.option("--max-bad-fraction", type=click.FloatRange(0, 1), default=0.001, show_default=True, help="Fail when more input than this is bad.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Local worker processes (default: one per input file, up to the cores).")
+@click.option("--skip-missing", is_flag=True, help="Skip languages of --langs that have no dump (default: an error).")
 @click.pass_context
-def extract(ctx: click.Context, dumps_dir: str, out_dir: str, langs: str | None, source: str, min_docs: int, max_bad_fraction: float, workers: int | None) -> None:
+def extract(
+    ctx: click.Context, dumps_dir: str, out_dir: str, langs: str | None, source: str, min_docs: int, max_bad_fraction: float, workers: int | None,
+    skip_missing: bool,
+) -> None:
     """Extract documents, Wikidata sitelinks and entity links from dumps into Parquet.
 
     Any further --flags go to Apache Beam, e.g. --runner=FlinkRunner or
@@ -86,7 +93,7 @@ def extract(ctx: click.Context, dumps_dir: str, out_dir: str, langs: str | None,
 
     settings = DocsSettings(min_docs=min_docs, max_bad_fraction=max_bad_fraction)
     with console.status("extracting (progress is logged per file)"):
-        result = run_extract(dumps_dir, out_dir, _langs(langs), source, settings, ctx.args, workers)
+        result = run_extract(dumps_dir, out_dir, _langs(langs), source, settings, ctx.args, workers, skip_missing)
     _print_extract_summary(result, out_dir)
 
 
@@ -122,7 +129,7 @@ def _print_extract_summary(result, out_dir: str) -> None:
 
 
 _BUILD_FLAGS = (
-    "dumps", "out", "work", "langs", "multi_langs", "seed", "min_docs", "train_size", "eval_size", "eval_fraction", "engine", "k1", "b", "combine",
+    "dumps", "out", "work", "langs", "skip_missing", "multi_langs", "seed", "min_docs", "train_size", "eval_size", "eval_fraction", "engine", "k1", "b", "combine",
     "source", "max_bad_fraction", "base_url", "es_url", "workers", "threads", "shard_docs", "block_size",
 )
 
@@ -133,6 +140,7 @@ _BUILD_FLAGS = (
 @click.option("--work", default=None, help="Intermediate Parquet (default: OUT/.work).")
 @click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False), help="TOML or YAML file with any of these settings; flags win.")
 @click.option("--langs", default=None, help="Comma-separated languages (default: every language found).")
+@click.option("--skip-missing", is_flag=True, default=None, help="Skip languages of --langs that have no dump [default: an error].")
 @click.option("--multi-langs", default=None, help="MULTI-8 languages, built when all are present [default: ar,de,en,es,fr,ja,ru,zh].")
 @click.option("--seed", type=int, default=None, help="Seed of splits and filler documents [default: 13].")
 @click.option("--min-docs", type=click.IntRange(min=0), default=None, help="Drop languages with fewer documents [default: 10000].")
@@ -170,15 +178,17 @@ def build(ctx: click.Context, config_file: str | None, **flags) -> None:
 def _print_build_summary(result) -> None:
     docs, links, retrieval = (result.summaries[name]["languages"] for name in ("extract_docs", "link", "retrieve"))
     table = Table(title="languages", title_justify="left")
-    for column in ("lang", "documents", "linked", "queries", "no hits", "queries/s"):
+    for column in ("lang", "records", "documents", "bad input", "linked", "queries", "no hits", "queries/s"):
         table.add_column(column, justify="left" if column == "lang" else "right")
     for lang, entry in docs.items():
         link, found = links[lang], retrieval[lang]
         table.add_row(
-            lang, f"{entry['docs']:,}", f"{link['linked_wikidata'] + link['linked_dump']:,}", f"{found['queries']:,}",
+            lang, f"{entry['records']:,}", f"{entry['docs']:,}", f"{sum(entry['rejected'].values()):,}",
+            f"{link['linked_wikidata'] + link['linked_dump']:,}", f"{found['queries']:,}",
             f"{found['queries_without_hits']:,}", f"{found['queries_per_second'] or 0:,.0f}",
         )
     console.print(table)
+    _print_bad_input(result)
     sets = Table(title="released files", title_justify="left")
     for column in ("set", "files", "lines", "MB"):
         sets.add_column(column, justify="left" if column == "set" else "right")
@@ -194,6 +204,21 @@ def _print_build_summary(result) -> None:
     for note in result.notes:
         console.print(f"[yellow]note[/] {note}")
     console.print(f"[green]done[/]: {result.out} (stats in {result.out}/stats, manifest.json; intermediate files in {result.work})")
+
+
+def _print_bad_input(result) -> None:
+    """Bad records by kind, per language and for Wikidata, with where the full reports are."""
+    from clirmatrix.pipeline import fileio
+
+    docs_stage, sitelinks_stage = fileio.join(result.work, "docs"), fileio.join(result.work, "sitelinks")
+    for lang, entry in result.summaries["extract_docs"]["languages"].items():
+        if entry["rejected"]:
+            kinds = ", ".join(f"{kind} {count:,}" for kind, count in entry["rejected"].items())
+            console.print(f"bad input {lang}: {kinds} (kept {entry['docs']:,} of {entry['records']:,} records; {fileio.join(docs_stage, '_reports', lang + '.json')})", highlight=False, soft_wrap=True)
+    sitelinks = result.summaries["extract_sitelinks"]
+    if sitelinks["rejected"]:
+        kinds = ", ".join(f"{kind} {count:,}" for kind, count in sitelinks["rejected"].items())
+        console.print(f"bad input wikidata: {kinds} (of {sitelinks['entities_read']:,} entity lines; {fileio.join(sitelinks_stage, '_reports')})", highlight=False, soft_wrap=True)
 
 
 @cli.command()
@@ -362,13 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     """Console entry point: run a command, map library errors to messages and exit codes."""
     args = sys.argv[1:] if argv is None else argv
     _setup_logging("-v" in args or "--verbose" in args)  # before the library imports Beam, which logs on import
-    from clirmatrix.pipeline.reports import IncompleteStageError
-    from clirmatrix.beam_jobs.extract import NoDumpsError
-    from clirmatrix.pipeline.badinput import TooManyBadRecords
-    from clirmatrix.pipeline.config import ConfigError
-    from clirmatrix.pipeline.download import DownloadError
-    from clirmatrix.pipeline.engines.elastic import ClusterRequestError, ClusterUnreachableError
-    from clirmatrix.pipeline.fileio import NotWritableError
+    from clirmatrix.pipeline.errors import InputError
 
     try:
         code = cli.main(args=argv, prog_name="clirmatrix", standalone_mode=False)
@@ -378,10 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as error:
         error.show()
         return error.exit_code
-    except (
-        TooManyBadRecords, NoDumpsError, IncompleteStageError, ConfigError, ClusterUnreachableError, ClusterRequestError, DownloadError,
-        NotWritableError, FileNotFoundError, ValueError,
-    ) as error:  # fmt: skip
+    except InputError as error:  # our typed input errors only: a bug elsewhere keeps its traceback
         console.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
         return 2
     return code if isinstance(code, int) else 0

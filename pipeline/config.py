@@ -24,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SHARD_DOCS
 
@@ -32,7 +33,7 @@ COMBINES = ("best_fields", "most_fields")
 SOURCES = ("auto", "cirrus", "xml")
 
 
-class ConfigError(ValueError):
+class ConfigError(InvalidInputError):
     """A config file or flag value that cannot be used; the message names the file or flag."""
 
 
@@ -44,6 +45,7 @@ class BuildConfig:
     out: str = ""
     work: str = ""  # default: OUT/.work
     langs: tuple[str, ...] = ()  # default: every language found in the dumps
+    skip_missing: bool = False  # a language of `langs` without a dump: skipped with a note instead of an error
     multi_langs: tuple[str, ...] = MULTI8_LANGUAGES
     seed: int = 13
     min_docs: int = 10_000

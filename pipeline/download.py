@@ -29,6 +29,7 @@ import orjson
 
 from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.config import comma_list
+from clirmatrix.pipeline.errors import InputError
 from clirmatrix.pipeline.languages import BI139_LANGUAGES, MULTI8_LANGUAGES
 from clirmatrix.pipeline.localio import atomic_write, md5_of
 
@@ -37,7 +38,7 @@ CHUNK = 1 << 20
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
-class DownloadError(RuntimeError):
+class DownloadError(InputError, RuntimeError):
     """A file could not be fetched or did not verify; the message names it and why."""
 
 
@@ -145,6 +146,7 @@ def plan(dataset: str, src: Sequence[str], tgt: Sequence[str], splits: Sequence[
     if dataset not in layout.CONTEXTS:
         raise DownloadError(f"unknown set {dataset!r}; choose from {', '.join(layout.CONTEXTS)}")
     base = as_url(base_url)
+    layout.refuse_incomplete(base)
     if dataset in layout.DOC_SETS:
         files = [(layout.docs_file(dataset, lang), layout.index_key(dataset, lang)) for lang in tgt]
     else:

@@ -12,12 +12,14 @@ For each language the newest date wins; CirrusSearch is preferred over XML unles
 
 from __future__ import annotations
 
+import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from clirmatrix.pipeline.fileio import basename, join, list_files
-from clirmatrix.pipeline.languages import UnknownWikiError, lang_from_dbname
+from clirmatrix.pipeline.errors import InvalidInputError, MissingInputError
+from clirmatrix.pipeline.fileio import basename, is_remote, join, list_files
+from clirmatrix.pipeline.languages import WIKIPEDIA_LANGUAGES, UnknownWikiError, lang_from_dbname, nearest_languages
 
 CIRRUS = "cirrus"
 XML = "xml"
@@ -36,6 +38,10 @@ _PATTERNS = {
     ],
 }
 _WIKIDATA = re.compile(rf"^(?:latest-all|wikidata-\d{{8}}-all)(?:-\d+)?\.json{_COMPRESSED}$")
+
+
+class MissingLanguageError(InvalidInputError):
+    """``--langs`` names a language that is no Wikipedia, or one without a dump in the folder."""
 
 
 @dataclass(frozen=True)
@@ -70,13 +76,17 @@ def classify(name: str) -> tuple[str, str, str] | None:
     return None
 
 
-def discover(dumps_dir: str, langs: list[str] | None = None, source: str = "auto") -> DumpSet:
+def discover(dumps_dir: str, langs: list[str] | None = None, source: str = "auto", skip_missing: bool = False) -> DumpSet:
     """Group the dump files under ``dumps_dir`` (searched recursively) by language.
 
-    Languages in ``langs`` without any dump are reported in ``notes``, not fatal.
+    A language named in ``langs`` that has no usable dump (or is no Wikipedia at all)
+    is an error, since a build without it is not what was asked for; with
+    ``skip_missing`` it becomes a note. Other choices (an older dump date) are notes.
     """
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
+    if not is_remote(dumps_dir) and not os.path.isdir(dumps_dir):
+        raise MissingInputError(f"the dumps folder {dumps_dir} does not exist" if not os.path.exists(dumps_dir) else f"--dumps {dumps_dir} is a file, not a folder")
     found: dict[str, dict[str, dict[str, list[str]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     dumps = DumpSet()
     for path in list_files(join(dumps_dir, "**")):
@@ -89,18 +99,29 @@ def discover(dumps_dir: str, langs: list[str] | None = None, source: str = "auto
             kind, lang, date = parsed
             found[lang][kind][date].append(path)
     wanted = sorted(found) if langs is None else list(dict.fromkeys(langs))
+    missing: list[str] = []
     for lang in wanted:
         kinds = found.get(lang)
         if not kinds:
-            dumps.notes.append(f"{lang}: no CirrusSearch or XML dump found in {dumps_dir}; skipped")
+            if lang in WIKIPEDIA_LANGUAGES:
+                missing.append(f"{lang}: no CirrusSearch or XML dump found in {dumps_dir}")
+            else:
+                nearest = nearest_languages(lang)
+                missing.append(f"{lang}: not a Wikipedia language code" + (f" (nearest: {', '.join(nearest)})" if nearest else ""))
             continue
         order = [CIRRUS, XML] if source == "auto" else [source]
         kind = next((k for k in order if k in kinds), None)
         if kind is None:
-            dumps.notes.append(f"{lang}: no {source} dump found (only {', '.join(sorted(kinds))}); skipped")
+            missing.append(f"{lang}: no {source} dump found (only {', '.join(sorted(kinds))})")
             continue
         dates = sorted(kinds[kind])
         if len(dates) > 1:
             dumps.notes.append(f"{lang}: several {kind} dump dates {dates}; using {dates[-1]}")
         dumps.docs[lang] = [DumpFile(p, lang, kind, dates[-1]) for p in sorted(kinds[kind][dates[-1]])]
+    if missing and langs is not None and not skip_missing:
+        raise MissingLanguageError(
+            "--langs names languages this build cannot read:\n" + "\n".join("    " + line for line in missing)
+            + "\nfix --langs, add the dumps, or pass --skip-missing to build without them"
+        )
+    dumps.notes.extend(f"{line}; skipped" for line in missing)
     return dumps

@@ -23,6 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from isal import igzip_threaded
 
 from clirmatrix.pipeline.badinput import CORRUPT_STREAM, TRUNCATED_STREAM, FileReport
+from clirmatrix.pipeline.errors import InputError
 from clirmatrix.pipeline.localio import STREAM_ERRORS  # readers catch it from here too
 
 
@@ -140,15 +141,20 @@ def iter_lines(stream: IO[bytes], report: FileReport) -> Iterator[tuple[int, byt
     """Yield ``(line_number, line)`` until the end, recording a damaged stream in ``report``.
 
     A truncated or corrupt compressed stream ends the iteration with one reject
-    naming the last line read, instead of a traceback.
+    naming the last line read, instead of a traceback. A last line without its
+    newline is a file cut short (every dump line ends with one): recorded the same way.
     """
     line_number = 0
+    line = b"\n"
     try:
         for line in stream:
             line_number += 1
             yield line_number, line
     except STREAM_ERRORS as error:
-        report.reject(line_number + 1, stream_error_kind(error), f"{type(error).__name__}: {error} (after line {line_number})")
+        report.reject(line_number + 1, stream_error_kind(error), f"{type(error).__name__}: {error} (after line {line_number:,})")
+        return
+    if not line.endswith(b"\n"):
+        report.reject(line_number, TRUNCATED_STREAM, f"the file ends inside line {line_number:,} (no final newline): it was cut short")
 
 
 def stream_error_kind(error: BaseException) -> str:
@@ -199,7 +205,7 @@ def read_json(path: str) -> object:
         return orjson.loads(handle.read())
 
 
-class NotWritableError(OSError):
+class NotWritableError(InputError, OSError):
     """An output folder or bucket that cannot be written to."""
 
 

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import orjson
 from isal import igzip
 
+from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.layout import ReleasedFile, parse_path
 from clirmatrix.pipeline.localio import STREAM_ERRORS
 
@@ -28,7 +29,7 @@ class QueryRecord(NamedTuple):
     tgt_results: list[tuple[str, int]]
 
 
-class MalformedRecordError(ValueError):
+class MalformedRecordError(InvalidInputError):
     """A line that breaks the released format; ``line`` is 1-based (0 for the whole file)."""
 
     def __init__(self, path: str, line: int, reason: str) -> None:

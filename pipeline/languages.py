@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from clirmatrix.pipeline.errors import InvalidInputError
+
 # PIPELINE.md section 11: the 139 languages of BI-139.
 BI139_LANGUAGES: tuple[str, ...] = tuple(
     """af als am an ar arz ast az azb ba bar be bg bn bpy br bs bug ca cdo ce ceb ckb
@@ -18,6 +20,26 @@ BI139_LANGUAGES: tuple[str, ...] = tuple(
     min mk ml mn mr mrj ms my mzn nap nds ne new nl nn no oc or os pa pl pms pnb ps
     pt qu ro ru sa sah scn sco sd sh si simple sk sl sq sr su sv sw szl ta te tg th
     tl tr tt uk ur uz vec vi vo wa war wuu xmf yi yo zh""".split()
+)
+
+# Every Wikipedia's language code (Wikimedia's site matrix, as of 2025), used to tell a
+# mistyped --langs code from a real language whose dump is missing. A code with a dump
+# in the dumps folder is accepted whether listed here or not (new wikis open each year).
+WIKIPEDIA_LANGUAGES: frozenset[str] = frozenset(
+    """aa ab ace ady af ak als alt am ami an ang ann anp ar arc ary arz as ast atj av avk awa ay az azb
+    ba ban bar bat-smg bbc bcl bdr be be-x-old bew bg bh bi bjn blk bm bn bo bpy br bs btm bug bxr ca
+    cbk-zam cdo ce ceb ch cho chr chy ckb co cr crh cs csb cu cv cy da dag de dga din diq dsb dtp dty
+    dv dz ee el eml en eo es et eu ext fa fat ff fi fiu-vro fj fo fon fr frp frr fur fy ga gag gan gcr
+    gd gl glk gn gom gor got gpe gu guc gur guw gv ha hak haw he hi hif ho hr hsb ht hu hy hyw hz ia iba
+    id ie ig igl ii ik ilo inh io is it iu ja jam jbo jv ka kaa kab kbd kbp kcg kg kge ki kj kk kl km
+    kn knc ko koi kr krc ks ksh ku kus kv kw ky la lad lb lbe lez lfn lg li lij lld lmo ln lo lrc lt
+    ltg lv mad mai map-bms mdf mg mh mhr mi min mk ml mn mni mnw mos mr mrj ms mt mus mwl my myv mzn na
+    nah nap nds nds-nl ne new ng nia nl nn no nov nqo nr nrm nso nup nv ny oc olo om or os pa pag pam
+    pap pcd pcm pdc pfl pi pih pl pms pnb pnt ps pt pwn qu rm rmy rn ro roa-rup roa-tara rsk ru rue rw
+    sa sah sat sc scn sco sd se sg sh shi shn si simple sk skr sl sm smn sn so sq sr srn ss st stq su
+    sv sw syl szl szy ta tay tcy tdd te tet tg th ti tig tk tl tly tn to tpi tr trv ts tt tum tw ty
+    tyv udm ug uk ur uz ve vec vep vi vls vo wa war wo wuu xal xh xmf yi yo za zea zgh zh zh-classical
+    zh-min-nan zh-yue zu""".split()
 )
 
 # PIPELINE.md section 8: the languages of MULTI-8.
@@ -33,8 +55,15 @@ _TURKIC = frozenset({"tr", "az", "crh", "kaa", "gag", "tt"})
 _CODE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
 
-class UnknownWikiError(ValueError):
+class UnknownWikiError(InvalidInputError):
     """A database or site name that is not a Wikipedia of the form ``{code}wiki``."""
+
+
+def nearest_languages(code: str, limit: int = 3) -> list[str]:
+    """The Wikipedia codes closest in spelling to ``code``, for an error message."""
+    import difflib
+
+    return difflib.get_close_matches(code, sorted(WIKIPEDIA_LANGUAGES), n=limit, cutoff=0.5)
 
 
 def is_language_code(code: str) -> bool:

@@ -7,8 +7,12 @@ root of a build or a download, with ``/`` separators.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
+
+from clirmatrix.pipeline.errors import InputError
 
 SPLITS: tuple[str, ...] = ("train", "dev", "test1", "test2")
 EVAL_SPLITS: tuple[str, ...] = ("dev", "test1", "test2")
@@ -18,6 +22,10 @@ LABELS = range(0, 7)  # 0 = filler / not retrieved, 1-5 = Jenks class, 6 = the q
 INDEX = "downloads.json.gz"
 MANIFEST = "manifest.json"
 STATS_DIR = "stats"
+# Present in a build's OUT from the build's first write there until its index and manifest
+# are written: a folder holding it is unfinished (running, failed or killed), whatever
+# finished-looking files it already has.
+IN_PROGRESS = "BUILD_IN_PROGRESS"
 
 # Set name (as ``clirmatrix download`` spells it) -> context key in downloads.json.gz.
 CONTEXTS: dict[str, str] = {
@@ -89,3 +97,24 @@ def parse_path(path: str) -> ReleasedFile | None:
                 return None
             return ReleasedFile(dataset, parts["src"], parts.get("tgt"), split, path)
     return None
+
+
+class IncompleteBuildError(InputError):
+    """A build folder that ``clirmatrix build`` has not finished."""
+
+
+def refuse_incomplete(root: str | os.PathLike) -> None:
+    """Raise ``IncompleteBuildError`` when ``root`` (a folder, or a ``file://`` URL of one) is an unfinished build.
+
+    Remote roots (http, s3) are not probed: their publisher copies finished builds only.
+    """
+    root = os.fspath(root)
+    if root.startswith("file://"):
+        root = unquote(urlparse(root).path)
+    elif "://" in root:
+        return
+    if os.path.exists(os.path.join(root, IN_PROGRESS)):
+        raise IncompleteBuildError(
+            f"incomplete build: rerun clirmatrix build ({os.path.join(root, IN_PROGRESS)} says the build that writes "
+            f"{root} has not finished: it is running, failed or was killed)"
+        )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from clirmatrix.pipeline import layout
+from clirmatrix.pipeline.errors import MissingInputError
 from clirmatrix.pipeline.jsonl import iter_docs, iter_queries
 from clirmatrix.pipeline.localio import atomic_write
 
@@ -37,9 +38,10 @@ class QuerySplit:
     """One direction and split of a query set: ``bi139-base``, ``bi139-full`` or ``multi8``."""
 
     def __init__(self, root: str | os.PathLike, dataset: str, src: str, tgt: str, split: str) -> None:
+        layout.refuse_incomplete(root)
         self.path = Path(root) / layout.query_file(dataset, src, tgt, split)
         if not self.path.is_file():
-            raise FileNotFoundError(f"{self.path} is not there; fetch it with: clirmatrix download {dataset} --src {src} --tgt {tgt} --split {split}")
+            raise MissingInputError(f"{self.path} is not there; fetch it with: clirmatrix download {dataset} --src {src} --tgt {tgt} --split {split}")
 
     def queries(self) -> Iterator[Query]:
         for record in iter_queries(self.path):
@@ -67,9 +69,10 @@ class QuerySplit:
 
 def documents(root: str | os.PathLike, lang: str, full: bool = False) -> Iterator[tuple[str, str]]:
     """``(doc_id, text)`` of a language's ``DOCS`` (or ``DOCS-FULL``) file."""
+    layout.refuse_incomplete(root)
     path = Path(root) / layout.docs_file("docs-full" if full else "docs", lang)
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is not there; fetch it with: clirmatrix download {'docs-full' if full else 'docs'} --tgt {lang}")
+        raise MissingInputError(f"{path} is not there; fetch it with: clirmatrix download {'docs-full' if full else 'docs'} --tgt {lang}")
     return iter_docs(path)
 
 

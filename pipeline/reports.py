@@ -9,12 +9,13 @@ unfinished stage, whatever files it holds.
 from __future__ import annotations
 
 from clirmatrix.pipeline import fileio
+from clirmatrix.pipeline.errors import InputError
 
 SUCCESS = "_SUCCESS.json"
 REPORTS = "_reports"
 
 
-class IncompleteStageError(RuntimeError):
+class IncompleteStageError(InputError, RuntimeError):
     """A stage's output was asked for before that stage finished."""
 
 

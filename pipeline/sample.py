@@ -54,6 +54,7 @@ BROKEN_KIND_BY_LANG = {
     "en": "malformed_json", "de": "document_without_action", "es": "malformed_json", "ru": "missing_field", "zh": "action_without_document",
     "ja": "malformed_json", "ar": "missing_field",
 }
+BROKEN_WIKIDATA_KIND = "incomplete_line"  # the Wikidata dump's one bad line: an entity cut short
 
 N_TOPICS = 24
 WORDS_PER_TOPIC = 40

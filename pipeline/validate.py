@@ -34,6 +34,8 @@ from clirmatrix.pipeline.layout import (
     STATS_DIR,
     ReleasedFile,
     index_key,
+    parse_path,
+    refuse_incomplete,
 )
 from clirmatrix.pipeline.localio import STREAM_ERRORS, md5_of
 
@@ -64,6 +66,7 @@ DOCS_FULL = "docs-full"
 MISSING_DOC = "missing-doc"
 INDEX_RULE = "index"
 NOT_INDEXED = "not-indexed"
+MISSING_FILE = "missing-file"
 CHECKSUM = "md5"
 SIZE = "size"
 URL = "url"
@@ -118,6 +121,15 @@ class ValidationReport:
             "root": self.root, "build": self.build, "ok": self.ok, "files": self.files, "queries": self.queries,
             "docs": self.docs, "failures": rows(self.failures), "warnings": rows(self.warnings),
         }
+
+
+def _released_path(url: str) -> str | None:
+    """The released path an index URL ends with (``.../BI-139/base/en/en.de.dev.base.jl.gz``), or None."""
+    parts = url.split("/")
+    for start in range(len(parts)):
+        if parse_path("/".join(parts[start:])) is not None:
+            return "/".join(parts[start:])
+    return None
 
 
 def _splits_of(mask: int) -> list[str]:
@@ -352,13 +364,32 @@ class _Validator:
         contexts = self._read_index(index_path)
         if contexts is None:
             return
+        present = set()
         for item in released:
             context, key = index_key(item.dataset, item.src, item.tgt, item.split)
+            present.add((context, key))
             entry = contexts.get(context, {}).get(key)
             if entry is None:
                 self.strict(item.path, NOT_INDEXED, f"no entry {context} / {key} in {INDEX}")
             else:
                 self._check_entry(item, f"{context} / {key}", entry)
+        self._absent(contexts, present)
+
+    def _absent(self, contexts: dict[str, dict], present: set[tuple[str, str]]) -> None:
+        """Indexed files that are not here: each a failure in a build; in a download (usually partial) one count."""
+        absent = []
+        for context, entries in sorted(contexts.items()):
+            for key, entry in sorted(entries.items()):
+                if (context, key) not in present:
+                    url = entry.get("url") if isinstance(entry, dict) else None
+                    absent.append((context, key, _released_path(url) if isinstance(url, str) else None))
+        if not absent:
+            return
+        if self.report.build:
+            for context, key, path in absent:
+                self.fail(path or INDEX, MISSING_FILE, f"listed in {INDEX} ({context} / {key}) but not in the build")
+        else:
+            self.warn(INDEX, MISSING_FILE, f"{len(absent):,} of the files it lists are not here (a partial download), e.g. {absent[0][2] or absent[0][1]}")
 
     def _read_index(self, index_path: str) -> dict[str, dict] | None:
         try:
@@ -565,6 +596,7 @@ def validate(root: str, *, train_size: int = 10_000, eval_size: int = 1_000, on_
     """
     if not os.path.isdir(root):
         raise NotADirectoryError(f"{root} is not a folder")
+    refuse_incomplete(root)
     validator = _Validator(root, train_size, eval_size, on_file)
     released = validator.layout()
     validator.docs(released)
@@ -576,11 +608,18 @@ def validate(root: str, *, train_size: int = 10_000, eval_size: int = 1_000, on_
 
 
 def print_report(report: ValidationReport, console: Console, limit: int = 200) -> None:
-    """Failures and warnings as a rich table (at most ``limit`` rows), then a one-line verdict."""
+    """Failures and warnings (at most ``limit``), then a one-line verdict.
+
+    On a terminal they form a table; piped, each is one unwrapped line
+    (``failure: path:line: [rule] message``), since a table wraps to 80 columns.
+    """
     from rich.table import Table
 
     findings = [("failure", f) for f in report.failures] + [("warning", f) for f in report.warnings]
-    if findings:
+    if findings and not console.is_terminal:  # piped or logged: one whole line per finding, for grep
+        for kind, finding in findings[:limit]:
+            console.print(f"{kind}: {finding}", highlight=False, markup=False, soft_wrap=True)
+    elif findings:
         table = Table(show_lines=False, expand=False)
         for column in ("", "file", "line", "rule", "message"):
             table.add_column(column, overflow="fold")

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from clirmatrix.pipeline.errors import InvalidInputError
+
 DOCS = pa.schema(
     [
         pa.field("lang", pa.string(), nullable=False),
@@ -138,7 +140,7 @@ MULTI8_QUERIES = pa.schema(
 )
 
 
-class SchemaMismatchError(ValueError):
+class SchemaMismatchError(InvalidInputError):
     """A table about to be written does not have its artefact's schema."""
 
 

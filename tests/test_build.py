@@ -13,6 +13,7 @@ from conftest import EVAL, TRAIN, build_config
 
 from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
+from clirmatrix.pipeline.validate import validate
 
 def _lines(path: Path) -> list[dict]:
     with gzip.open(path, "rb") as handle:
@@ -40,8 +41,6 @@ def test_output_has_exactly_the_release_layout(built):
 
 
 def test_validate_passes_on_the_build(built):
-    from clirmatrix.pipeline.validate import validate
-
     out, _, _ = built
     report = validate(str(out), train_size=TRAIN, eval_size=EVAL)
     assert report.ok, report
@@ -183,6 +182,9 @@ def test_build_command_with_a_config_file_and_a_missing_language(world8, tmp_pat
     dumps, _ = world8
     config = tmp_path / "build.yaml"
     config.write_text(f"dumps: {dumps}\nout: {tmp_path / 'out'}\nlangs: [en, de, xx]\nmin_docs: 100\nmax_bad_fraction: 0.01\nworkers: 1\n")
+    assert main(["build", "--config", str(config), "--train-size", "20"]) == 2  # xx is no Wikipedia: an error ...
+    assert "xx: not a Wikipedia language code" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    config.write_text(config.read_text() + "skip_missing: true\n")  # ... unless asked to skip it
     assert main(["build", "--config", str(config), "--train-size", "20"]) == 0
     assert len(_lines(tmp_path / "out" / layout.query_file("bi139-base", "en", "de", "train"))) == 20
     assert not (tmp_path / "out" / "MULTI-8").exists()
@@ -262,9 +264,13 @@ def test_a_killed_build_resumes_and_two_workers_write_the_same_bytes(built, worl
         run_build(build_config(dumps, again))
     assert not any(p.name.startswith(".") and ".tmp-" in p.name for p in again.rglob("*"))  # no half-written file left
     assert not (again / layout.INDEX).exists()
+    assert (again / layout.IN_PROGRESS).exists()  # marked unfinished: validate, download and the loader refuse it
+    with pytest.raises(layout.IncompleteBuildError, match="incomplete build: rerun clirmatrix build"):
+        validate(str(again))
     monkeypatch.setattr(release, "write_docs", real_write_docs)
 
     resumed = run_build(build_config(dumps, again, workers=2))
+    assert not (again / layout.IN_PROGRESS).exists()
     assert resumed.skipped == ["extract_docs", "extract_sitelinks", "link", "retrieve", "label", "propagate"]
     mine, theirs = _released(out), _released(again)
     mine.pop(layout.MANIFEST), theirs.pop(layout.MANIFEST)

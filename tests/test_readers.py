@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from clirmatrix.pipeline import fileio
-from clirmatrix.pipeline.badinput import FileReport, TooManyBadRecords, check_bad_fraction
+from clirmatrix.pipeline.badinput import DamagedInputError, FileReport, TooManyBadRecords, check_bad_fraction
 from clirmatrix.pipeline.formats import cirrus, mediawiki_xml
 from clirmatrix.pipeline.formats.wikidata import SitelinkFilter, read_sitelinks
 from clirmatrix.pipeline.wikitext import WikitextConverter
@@ -115,6 +115,20 @@ def test_truncated_stream_is_one_reject_with_the_line_it_stopped_at(tmp_path, su
     assert report.rejected["truncated_stream"] == 1
     stop = next(e for e in report.examples if e["kind"] == "truncated_stream")
     assert stop["line"] >= 2 * len(articles)
+    # One bad record among thousands, yet the rest of the file is lost: fatal whatever the limit.
+    with pytest.raises(DamagedInputError, match=rf"cut{suffix}: truncated_stream at line {stop['line']:,}, after"):
+        check_bad_fraction({"en": [report]}, 1.0)
+
+
+def test_a_plain_dump_cut_inside_a_line_is_truncated(tmp_path):
+    payload = b"".join(orjson.dumps({"index": {"_id": str(i)}}) + b"\n" + doc(f"T{i}") + b"\n" for i in range(10))
+    path = tmp_path / "enwiki-20240101-cirrussearch-content.json"
+    path.write_bytes(payload[:-7])
+    articles, report = read_dump_file(path)
+    assert len(articles) == 9
+    assert report.rejected["truncated_stream"] == 1
+    with pytest.raises(DamagedInputError, match=r"line 20.*no final newline"):
+        check_bad_fraction({"en": [report]}, 1.0)
 
 
 @pytest.mark.parametrize("background", [True, False])
@@ -193,11 +207,29 @@ def test_real_entities_give_their_real_sitelinks():
     assert not any(entity.startswith("P") for entity, _ in links)
 
 
-def test_malformed_entity_line_is_rejected_with_its_line():
-    lines = numbered([b"[\n", b'{"type":"item","id":"Q1","sitelinks":{"enwiki":{"title":"Cut\n', b"]\n"])
+def test_a_cut_entity_line_is_counted_even_where_the_prefilter_would_skip_it():
+    lines = numbered([
+        b"[\n",
+        b'{"type":"item","id":"Q1","sitelinks":{"enwiki":{"title":"Cut\n',  # cut inside a selected sitelink
+        b'{"type":"item","id":"Q2","claims":{"P31":[{"mainsnak":\n',  # cut before any sitelink: no site key to see
+        b'{"type":"item","id":"Q3","sitelinks":{"enwiki":{"title":"Kept"}}},\n',
+        b'{"type":"item","id":"Q4","sitelinks":{"enwiki":{"title":"Last"}}}\n',
+        b"]\n",
+    ])
     report = FileReport("wd")
-    assert list(read_sitelinks(lines, SitelinkFilter(["en"]), report)) == []
-    assert report.examples == [{"line": 2, "kind": "malformed_json", "detail": report.examples[0]["detail"]}]
+    assert [link.title for link in read_sitelinks(lines, SitelinkFilter(["en"]), report)] == ["Kept", "Last"]
+    assert [(e["line"], e["kind"]) for e in report.examples] == [(2, "incomplete_line"), (3, "incomplete_line")]
+    assert report.records == 4 and report.kept == 2
+    assert_accounted(report)
+
+
+def test_a_wikidata_array_never_closed_is_a_truncated_file():
+    lines = numbered([b"[\n", b'{"type":"item","id":"Q3","sitelinks":{"enwiki":{"title":"Kept"}}},\n'])
+    report = FileReport("latest-all.json")
+    assert [link.title for link in read_sitelinks(lines, SitelinkFilter(["en"]), report)] == ["Kept"]
+    assert [(e["line"], e["kind"]) for e in report.examples] == [(3, "truncated_stream")]
+    with pytest.raises(DamagedInputError, match=r"latest-all.json: truncated_stream at line 3, after 1 records .*never closed"):
+        check_bad_fraction({"wd": [report]}, 0.5)
 
 
 # --- MediaWiki XML ------------------------------------------------------------------------

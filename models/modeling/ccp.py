@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.localio import atomic_write
 
 _CALIBRATION_FORMAT = "clirmatrix.calibration/1"
@@ -309,7 +310,7 @@ class Calibration:
         """
         state = torch.load(path, map_location="cpu", weights_only=True)
         if not isinstance(state, dict) or state.get("format") != _CALIBRATION_FORMAT:
-            raise ValueError(f"{path} is not a {_CALIBRATION_FORMAT} file")
+            raise InvalidInputError(f"{path} is not a {_CALIBRATION_FORMAT} file")
         calibration = cls(eps=state["eps"])
         for lang, stats in state["stats"].items():
             calibration._count[lang] = int(stats["count"])

@@ -13,10 +13,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from clirmatrix.pipeline.errors import MissingInputError
+
 POOLINGS = ("cls", "mean")
 
 
-class BackboneError(FileNotFoundError):
+class BackboneError(MissingInputError):
     """The ``--init`` directory is missing or is not a HuggingFace model directory."""
 
 

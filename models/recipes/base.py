@@ -22,6 +22,7 @@ from clirmatrix.models.collate import Collator
 from clirmatrix.models.data import DocStore, ParallelPair, QueryRecord, QueryStore, mine_parallel_pairs
 from clirmatrix.models.modeling.encoder import Encoder, load_masked_lm, load_tokenizer
 from clirmatrix.pipeline.config import comma_list
+from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 
 # Each yielded dict is back-propagated at once (the sum of its weighted terms); terms
@@ -38,7 +39,7 @@ def resolve_directions(src: str, tgt: str) -> list[tuple[str, str]]:
 
     directions = [(s, t) for s in langs(src) for t in langs(tgt) if s != t]
     if not directions:
-        raise ValueError(f"--src {src} --tgt {tgt} name no direction (source and target must differ)")
+        raise InvalidInputError(f"--src {src} --tgt {tgt} name no direction (source and target must differ)")
     return directions
 
 
@@ -159,7 +160,7 @@ class Recipe:
             mined = mine_parallel_pairs(self.args.data, self.directions, kind=self.args.parallel, dataset=self.args.dataset, skipped=skipped)
             self._pairs = list(mined)
             if not self._pairs:
-                raise ValueError(f"no {self.args.parallel} pairs could be mined for {self.directions} from {self.args.data} (skipped: {dict(skipped)})")
+                raise InvalidInputError(f"no {self.args.parallel} pairs could be mined for {self.directions} from {self.args.data} (skipped: {dict(skipped)})")
         return self._pairs
 
     def random_doc(self, lang: str, rng: random.Random) -> str:
@@ -174,7 +175,7 @@ class Recipe:
             text = self.docs(lang).get(doc_id)
             if text:
                 return text
-        raise ValueError(f"no document text of {lang} found for the training queries of {self.directions}")
+        raise InvalidInputError(f"no document text of {lang} found for the training queries of {self.directions}")
 
     def draw_query(self, rng: random.Random) -> tuple[tuple[str, str], QueryRecord]:
         """A training query drawn uniformly over the union of the directions, with its direction."""
@@ -198,7 +199,7 @@ class Recipe:
                 continue
             misses += 1
             if misses > 1000 + 100 * size:
-                raise ValueError(f"the training queries of {self.directions} give almost no usable example for {self.args.model}")
+                raise InvalidInputError(f"the training queries of {self.directions} give almost no usable example for {self.args.model}")
         return examples
 
     def languages(self) -> list[str]:

@@ -21,16 +21,17 @@ import numpy as np
 
 from clirmatrix.pipeline.engines.base import Bm25Settings, Hits
 from clirmatrix.pipeline.engines.es_settings import index_body, index_name, msearch_lines
+from clirmatrix.pipeline.errors import InputError
 
 RETRY_STATUS = frozenset({429, 502, 503, 504})
 BULK_DOCS = 1_000
 
 
-class ClusterUnreachableError(ConnectionError):
+class ClusterUnreachableError(InputError, ConnectionError):
     """No Elasticsearch answers at the configured URL."""
 
 
-class ClusterRequestError(RuntimeError):
+class ClusterRequestError(InputError, RuntimeError):
     """Elasticsearch refused a request for a reason retrying cannot fix."""
 
 

@@ -18,13 +18,14 @@ from isal import igzip
 from clirmatrix.pipeline.engines.analyzers import Analyzer, analyzer_for, analyzer_named
 from clirmatrix.pipeline.engines.base import Bm25Settings, DocBatch
 from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
+from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.localio import atomic_write
 
 BATCH_DOCS = 10_000
 BATCH_QUERIES = 10_000
 
 
-class BadInputError(ValueError):
+class BadInputError(InvalidInputError):
     """A corpus or query line that cannot be read; the message names the file and line."""
 
 
@@ -121,7 +122,7 @@ def run_search(
 ) -> dict:
     """Index the corpus, search every query, write the TREC run; returns what it counted."""
     if _identifier(tag) is None:
-        raise ValueError(f"the run tag must be one word: {tag!r}")
+        raise InvalidInputError(f"the run tag must be one word: {tag!r}")
     chosen = resolve_analyzer(lang, analyzer)
     queries = read_queries(queries_path)
     engine = EmbeddedEngine(chosen, settings, threads=threads)

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import orjson
 
-from clirmatrix.pipeline.badinput import BAD_FIELD, MALFORMED_JSON, MISSING_FIELD, NOT_AN_OBJECT, FileReport
+from clirmatrix.pipeline.badinput import BAD_FIELD, INCOMPLETE_LINE, MALFORMED_JSON, MISSING_FIELD, NOT_AN_OBJECT, STREAM_LOSS, TRUNCATED_STREAM, FileReport
 from clirmatrix.pipeline.languages import site_key
 
 NO_SELECTED_SITELINK = "no_selected_sitelink"
@@ -54,21 +54,39 @@ class SitelinkFilter:
         return self._quoted_key.search(line) is not None or _ESCAPED_KEY_CHAR.search(line) is not None
 
 
-def entity_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
-    """Strip the array framing: skip ``[``/``]`` lines and drop one trailing comma."""
+def entity_lines(lines: Iterable[tuple[int, bytes]], report: FileReport) -> Iterator[tuple[int, bytes]]:
+    """Entity lines without the array framing (``[``, ``]``, one trailing comma).
+
+    A line that does not end as a whole entity (``}`` or ``},``) was cut: it is a bad
+    line, counted here, before the pre-filter could skip it unseen. A file that opens
+    the array with ``[`` must close it with ``]``; one that does not was cut short.
+    """
+    opened = closed = False
     for number, line in lines:
         stripped = line.strip()
-        if not stripped or stripped in (b"[", b"]"):
+        if not stripped:
             continue
+        if stripped == b"[":
+            opened = number == 1
+            continue
+        if stripped == b"]":
+            closed = True
+            continue
+        closed = False
         if stripped.endswith(b","):
             stripped = stripped[:-1]
+        if not stripped.endswith(b"}"):
+            report.reject(number, INCOMPLETE_LINE, f"the line ends in {stripped[-20:]!r}, not as a whole entity")
+            continue
         yield number, stripped
+    if opened and not closed and not any(kind in STREAM_LOSS for kind in report.rejected):
+        report.reject(number + 1, TRUNCATED_STREAM, f"the entity array opened on line 1 is never closed with ']' (read to line {number:,}): the file was cut short")
 
 
 def read_sitelinks(lines: Iterable[tuple[int, bytes]], selection: SitelinkFilter, report: FileReport) -> Iterator[Sitelink]:
     """Sitelinks of the selected languages, in dump order; every entity line is counted."""
     site_to_lang = selection.site_to_lang
-    for number, line in entity_lines(lines):
+    for number, line in entity_lines(lines, report):
         if not selection.may_match(line):
             report.skip(NO_SELECTED_SITELINK)
             continue

@@ -1,0 +1,212 @@
+"""Damaged dumps, read as the extraction jobs read them: each one fails naming its file, or every record is accounted for.
+
+A clean sample (``clirmatrix sample --clean``: en CirrusSearch .gz, ar CirrusSearch
+.bz2 parts, fr MediaWiki XML .bz2, the Wikidata .json.gz, plus uncompressed copies of
+three of them) is damaged one way at a time, at a random place:
+
+- ``truncate``: the file cut at any byte;
+- ``flip``: 1-3 bytes flipped anywhere in the stored (compressed) bytes;
+- ``delete``, ``duplicate``, ``garble``: one line removed, doubled, or overwritten
+  with noise, inside the decompressed text (then compressed again).
+
+Each damaged file is read by the jobs' own readers (``extract_docs.read_dump``, the
+Wikidata reader) and judged by the jobs' own check (``check_bad_fraction``) with a
+``--max-bad-fraction`` of 5%, so a few bad lines pass and their accounting is checked:
+
+- ``failed``: the check stopped the run with a message naming the file (exit 2 in the CLI);
+- ``passed``: the run went on, ``records == kept + filtered + rejected``, and every
+  record fewer than the clean file's is explained by a bad or filtered one (or left
+  the input itself: a deleted Wikidata line, a line break flipped away; see ``mutate``);
+- ``lost``: the run went on with fewer records kept than the counts explain;
+- ``crashed``: any other exception (a traceback in the CLI).
+
+Usage: python bench/fuzz_bench.py [--cases 400] [--seed 1] [--docs-per-lang 300] [--out bench/out/fuzz]
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import gzip
+import random
+import shutil
+import traceback
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from clirmatrix.beam_jobs.extract_docs import read_dump
+from clirmatrix.pipeline import fileio
+from clirmatrix.pipeline.badinput import DamagedInputError, FileReport, TooManyBadRecords, check_bad_fraction
+from clirmatrix.pipeline.dumps import CIRRUS, XML, DumpFile
+from clirmatrix.pipeline.formats.wikidata import SitelinkFilter, read_sitelinks
+from clirmatrix.pipeline.sample import write_sample_dumps
+
+MUTATIONS = ("truncate", "flip", "delete", "duplicate", "garble")
+MAX_BAD_FRACTION = 0.05
+LANGS = ("en", "ar", "fr")
+
+
+@dataclass(frozen=True)
+class Input:
+    """One clean dump file to damage: its format name, path, language and reader kind."""
+
+    name: str  # e.g. "cirrus.gz"
+    path: Path
+    lang: str
+    kind: str  # CIRRUS, XML or "wikidata"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    input: str  # the Input's name
+    mutation: str
+    damage: str  # where and how
+    verdict: str  # passed, failed, lost, crashed
+    detail: str
+
+
+def prepare_inputs(folder: Path, docs_per_lang: int = 300, seed: int = 13) -> list[Input]:
+    """A clean sample and uncompressed copies of three of its files, under ``folder``."""
+    dumps = folder / "clean"
+    if dumps.exists():
+        shutil.rmtree(dumps)
+    write_sample_dumps(dumps, docs_per_lang, LANGS, seed, broken=False)
+    en = next(dumps.glob("enwiki-*.json.gz"))
+    ar = sorted(dumps.glob("**/arwiki_content-*.json.bz2"))[0]
+    fr = next(dumps.glob("frwiki-*.xml.bz2"))
+    wikidata = dumps / "latest-all.json.gz"
+    plain = folder / "plain"
+    plain.mkdir(exist_ok=True)
+    copies = []
+    for source, opener in ((en, gzip.open), (fr, bz2.open), (wikidata, gzip.open)):
+        target = plain / source.name.rsplit(".", 1)[0]
+        with opener(source, "rb") as handle:
+            target.write_bytes(handle.read())
+        copies.append(target)
+    return [
+        Input("cirrus.gz", en, "en", CIRRUS), Input("cirrus.bz2", ar, "ar", CIRRUS), Input("cirrus.json", copies[0], "en", CIRRUS),
+        Input("xml.bz2", fr, "fr", XML), Input("xml", copies[1], "fr", XML),
+        Input("wikidata.json.gz", wikidata, "", "wikidata"), Input("wikidata.json", copies[2], "", "wikidata"),
+    ]  # fmt: skip
+
+
+def _codec(path: Path):
+    if path.name.endswith(".gz"):
+        return gzip.decompress, lambda data: gzip.compress(data, mtime=0)
+    if path.name.endswith(".bz2"):
+        return bz2.decompress, bz2.compress
+    return (lambda data: data), (lambda data: data)
+
+
+def mutate(data: bytes, path: Path, mutation: str, rng: random.Random) -> tuple[bytes, str, int]:
+    """The damaged bytes, a description of the damage, and how many records it takes out of the input.
+
+    Records leave the input itself when a line is deleted (a Wikidata entity line is a
+    whole record) or when a flipped bit destroys a line break of an uncompressed file
+    (two records become one bad line). No reader can see those; they are allowed for.
+    """
+    if mutation == "truncate":
+        cut = rng.randrange(1, len(data))
+        return data[:cut], f"cut at byte {cut:,} of {len(data):,}", 0
+    if mutation == "flip":
+        damaged = bytearray(data)
+        places = sorted(rng.randrange(len(data)) for _ in range(rng.randint(1, 3)))
+        for place in places:
+            damaged[place] ^= 1 << rng.randrange(8)
+        plain = not path.name.endswith((".gz", ".bz2"))
+        merged = sum(1 for place in places if data[place] == 0x0A) if plain else 0
+        return bytes(damaged), f"bits flipped at bytes {places}", merged
+    decompress, compress = _codec(path)
+    lines = decompress(data).split(b"\n")
+    at = rng.randrange(len(lines) - 1)  # the last element is what follows the final newline
+    if mutation == "delete":
+        del lines[at]
+    elif mutation == "duplicate":
+        lines.insert(at, lines[at])
+    elif mutation == "garble":
+        noise = bytes(rng.randrange(32, 127) for _ in range(rng.randint(1, 40)))
+        start = rng.randrange(len(lines[at]) + 1)
+        lines[at] = lines[at][:start] + noise + lines[at][start + len(noise) :]
+    else:
+        raise ValueError(f"unknown mutation {mutation!r}")
+    return compress(b"\n".join(lines)), f"line {at + 1:,} {mutation}d", int(mutation == "delete")
+
+
+def read_counts(item: Input, path: Path) -> FileReport:
+    """Read a dump file as its job does and apply the job's check; raises as the job would."""
+    report = FileReport(file=str(path), lang=item.lang)
+    with fileio.open_raw(str(path)) as raw:
+        if item.kind == "wikidata":
+            for _ in read_sitelinks(fileio.iter_lines(fileio.open_dump(raw, str(path), False), report), SitelinkFilter(LANGS), report):
+                pass
+        else:
+            for _ in read_dump(raw, DumpFile(str(path), item.lang, item.kind, "20240301"), report):
+                pass
+    check_bad_fraction({item.lang or "wikidata": [report]}, MAX_BAD_FRACTION)
+    return report
+
+
+def run_case(item: Input, mutation: str, rng: random.Random, work: Path, baseline: FileReport) -> Outcome:
+    """Damage one file one way and judge what the readers made of it."""
+    data, damage, removed = mutate(item.path.read_bytes(), item.path, mutation, rng)
+    target = work / item.path.name
+    target.write_bytes(data)
+    def outcome(verdict: str, detail: str) -> Outcome:
+        return Outcome(item.name, mutation, damage, verdict, detail)
+
+    try:
+        report = read_counts(item, target)
+    except (DamagedInputError, TooManyBadRecords) as error:
+        named = str(target) in str(error)
+        return outcome("failed" if named else "crashed", str(error).splitlines()[-1] if named else f"message does not name the file: {error}")
+    except Exception:  # anything else would be a traceback in the CLI
+        return outcome("crashed", traceback.format_exc(limit=3))
+    filtered = sum(report.filtered.values())
+    if report.records != report.kept + filtered + report.bad:
+        return outcome("lost", f"{report.records:,} records != {report.kept:,} kept + {filtered:,} filtered + {report.bad:,} bad")
+    fewer = baseline.kept - report.kept
+    explained = report.bad + max(0, filtered - sum(baseline.filtered.values())) + removed
+    if fewer > explained:
+        return outcome("lost", f"{fewer:,} fewer kept than the clean file, only {explained:,} bad or filtered")
+    return outcome("passed", f"{report.bad:,} bad ({dict(report.rejected)})")
+
+
+def run_cases(inputs: list[Input], cases: int, seed: int, work: Path) -> list[Outcome]:
+    """``cases`` damaged files, cycling through every input and mutation, placed by ``seed``."""
+    rng = random.Random(seed)
+    work.mkdir(parents=True, exist_ok=True)
+    baselines = {item.name: read_counts(item, item.path) for item in inputs}
+    combos = [(item, mutation) for item in inputs for mutation in MUTATIONS]
+    return [run_case(item, mutation, rng, work, baselines[item.name]) for item, mutation in (combos[i % len(combos)] for i in range(cases))]
+
+
+def tally(outcomes: list[Outcome]) -> Counter:
+    return Counter(outcome.verdict for outcome in outcomes)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=400)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--docs-per-lang", type=int, default=300)
+    parser.add_argument("--out", default="bench/out/fuzz")
+    args = parser.parse_args()
+    out = Path(args.out)
+    inputs = prepare_inputs(out, args.docs_per_lang)
+    outcomes = run_cases(inputs, args.cases, args.seed, out / "damaged")
+    by_kind: dict[tuple[str, str], Counter] = {}
+    for outcome in outcomes:
+        by_kind.setdefault((outcome.input, outcome.mutation), Counter())[outcome.verdict] += 1
+    print(f"{'input':<18} {'damage':<10} {'tried':>6} {'passed':>7} {'failed':>7} {'lost':>5} {'crashed':>8}")
+    for (fmt, mutation), counts in sorted(by_kind.items()):
+        print(f"{fmt:<18} {mutation:<10} {sum(counts.values()):>6} {counts['passed']:>7} {counts['failed']:>7} {counts['lost']:>5} {counts['crashed']:>8}")
+    total = tally(outcomes)
+    print(f"{'all':<29} {len(outcomes):>6} {total['passed']:>7} {total['failed']:>7} {total['lost']:>5} {total['crashed']:>8}")
+    for outcome in outcomes:
+        if outcome.verdict in ("lost", "crashed"):
+            print(f"{outcome.verdict}: {outcome.input} {outcome.damage}: {outcome.detail}")
+
+
+if __name__ == "__main__":
+    main()
