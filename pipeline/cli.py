@@ -153,7 +153,7 @@ _BUILD_FLAGS = (
 @click.option("--combine", type=click.Choice(["best_fields", "most_fields"]), default=None, help="How title and text scores combine [default: best_fields].")
 @click.option("--source", type=click.Choice(["auto", "cirrus", "xml"]), default=None, help="Which dump kind to read documents from [default: auto].")
 @click.option("--max-bad-fraction", type=click.FloatRange(0, 1), default=None, help="Fail when more input than this is bad [default: 0.001].")
-@click.option("--base-url", default=None, help="URL prefix written into downloads.json.gz (default: relative paths).")
+@click.option("--base-url", default=None, help="URL prefix written into downloads.json.gz [default: OUT's own file:// URL].")
 @click.option("--es-url", default=None, help="Elasticsearch for --engine elasticsearch: one URL, or en=URL,de=URL [default: $CLIRMATRIX_ES_URL].")
 @click.option("--workers", type=click.IntRange(min=0), default=None, help="Local worker processes (default: one per unit, up to the cores).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Search threads per worker [default: 1].")
@@ -336,13 +336,15 @@ def download(dataset: str, src: str, tgt: str, splits: str, to_dir: str, base_ur
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
     from clirmatrix.pipeline.download import download as fetch_all
-    from clirmatrix.pipeline.download import expand_langs, load_index, plan
+    from clirmatrix.pipeline.download import expand_langs, indexed_langs, load_index, plan
 
     split_list = _langs(splits) or []
     unknown = sorted(set(split_list) - set(("train", "dev", "test1", "test2")))
     if unknown:
         raise click.BadParameter(f"unknown split(s) {', '.join(unknown)}", param_hint="--split")
-    files = plan(dataset, expand_langs(src, dataset), expand_langs(tgt, dataset), split_list, load_index(index, base_url), base_url)
+    listing = load_index(index, base_url)
+    sources, targets = (expand_langs(value, dataset, indexed_langs(listing, dataset, side)) for value, side in ((src, "src"), (tgt, "tgt")))
+    files = plan(dataset, sources, targets, split_list, listing, base_url)
     known = sum(f.size or 0 for f in files)
     unsized = sum(1 for f in files if f.size is None)
     if dry_run:
@@ -368,6 +370,8 @@ def download(dataset: str, src: str, tgt: str, splits: str, to_dir: str, base_ur
     console.print(table)
     for path, reason in report.failed[:20]:
         console.print(f"[red]failed[/] {path}: {reason}", highlight=False, soft_wrap=True)
+    if len(report.failed) > 20:
+        console.print(f"[red]... and {len(report.failed) - 20:,} more failed[/]")
     if report.failed:
         click.get_current_context().exit(1)
 

@@ -21,6 +21,7 @@ import posixpath
 import time
 import urllib.error
 import urllib.request
+from urllib.parse import urlparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,9 +134,34 @@ def _get(url: str) -> bytes:
 # --- what to fetch ------------------------------------------------------------------------------
 
 
-def expand_langs(value: str | Sequence[str] | None, dataset: str) -> list[str]:
-    """Language list of a flag; ``all`` means every language of the set."""
-    every = list(MULTI8_LANGUAGES if dataset == "multi8" else BI139_LANGUAGES)
+def indexed_langs(index: dict | None, dataset: str, side: str) -> list[str] | None:
+    """The query (``side="src"``) or document (``"tgt"``) languages the index lists for a set; None without an index."""
+    if index is None:
+        return None
+    keys = index.get(layout.CONTEXTS[dataset], {})
+    if dataset in layout.DOC_SETS:  # "docs/{lang}": one language per file, on either side
+        return sorted(key.split("/", 1)[1] for key in keys)
+    found = set()
+    for key in keys:  # "queries/{src}_{tgt}/{split}"
+        path = _entry_path(keys[key]) or ""
+        released = layout.parse_path(path)
+        if released is not None:
+            found.add(released.src if side == "src" else released.tgt)
+    return sorted(found)
+
+
+def _entry_path(entry: object) -> str | None:
+    """The released path an index entry names (its ``cache_path``, else the end of its url)."""
+    if not isinstance(entry, dict):
+        return None
+    if isinstance(entry.get("cache_path"), str) and layout.parse_path(entry["cache_path"]):
+        return entry["cache_path"]
+    return layout.path_in_url(str(entry.get("url", "")))
+
+
+def expand_langs(value: str | Sequence[str] | None, dataset: str, listed: Sequence[str] | None = None) -> list[str]:
+    """Language list of a flag; ``all`` means every language the index lists (``listed``), else every language of the set."""
+    every = list(listed) if listed is not None else list(MULTI8_LANGUAGES if dataset == "multi8" else BI139_LANGUAGES)
     if value is None or value == "all" or (not isinstance(value, str) and list(value) == ["all"]):
         return every
     return comma_list(value)
@@ -165,6 +191,8 @@ def plan(dataset: str, src: Sequence[str], tgt: Sequence[str], splits: Sequence[
         url = entry.get("url") or path
         if "://" not in url:
             url = base + safe_relative(url, where)
+        elif url.startswith("file://") and not os.path.exists(urllib.request.url2pathname(urlparse(url).path)):
+            url = base + path  # a build's own file:// URLs, after the build was moved: found beside its index
         size = entry.get("size", entry.get("verified_size"))
         wanted.append(Wanted(target, url, entry.get("expected_md5"), int(size) if size is not None else None))
     return wanted

@@ -99,6 +99,12 @@ def parse_path(path: str) -> ReleasedFile | None:
     return None
 
 
+def path_in_url(url: str) -> str | None:
+    """The released path a URL ends with (``.../BI-139/base/en/en.de.dev.base.jl.gz``), or None."""
+    parts = url.split("/")
+    return next(("/".join(parts[i:]) for i in range(len(parts)) if parse_path("/".join(parts[i:])) is not None), None)
+
+
 class IncompleteBuildError(InputError):
     """A build folder that ``clirmatrix build`` has not finished."""
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -33,7 +35,7 @@ from clirmatrix.pipeline.parquet_io import read_table
 from clirmatrix.pipeline.propagation import group_bounds
 from clirmatrix.pipeline.splits import SplitSettings, choose, seeded_rng
 from clirmatrix.pipeline.units import LanguagePlan
-from clirmatrix.pipeline.writers import WrittenFile, docs_text, filler, gzip_lines
+from clirmatrix.pipeline.writers import SortedLines, WrittenFile, docs_text, filler, gzip_lines
 from clirmatrix.schemas import PROPAGATED, QUERY_SPLITS
 
 
@@ -52,13 +54,13 @@ class ReleaseSettings:
 
 # --- rendering ------------------------------------------------------------------------------------
 
-_PAIR_BYTES = 26  # '["' + up to 19 digits + '",' + label + ']' + ','
+_PAIR_BYTES = 28  # '["' + up to 19 digits + '", ' + label + ']' + ', '
 _TWO_DIGITS = np.frombuffer(b"".join(b"%02d" % n for n in range(100)), dtype=np.uint8)  # "00".."99"
 
 
 @numba.njit(cache=True)
 def _render(page_ids, labels, starts, out, pair_end, query_end, two_digits):
-    """``[["id",label],...]`` per query into ``out``; the end offset of every pair and every query."""
+    """``[["id", label], ...]`` per query into ``out`` (``json.dumps`` spacing); the end offset of every pair and every query."""
     digits = np.empty(20, np.uint8)
     at = 0
     for q in range(starts.shape[0] - 1):
@@ -67,7 +69,8 @@ def _render(page_ids, labels, starts, out, pair_end, query_end, two_digits):
         for row in range(starts[q], starts[q + 1]):
             if row > starts[q]:
                 out[at] = 44  # ,
-                at += 1
+                out[at + 1] = 32
+                at += 2
             out[at] = 91
             out[at + 1] = 34  # "
             at += 2
@@ -91,9 +94,10 @@ def _render(page_ids, labels, starts, out, pair_end, query_end, two_digits):
                 at += 1
             out[at] = 34
             out[at + 1] = 44
-            out[at + 2] = 48 + labels[row]
-            out[at + 3] = 93  # ]
-            at += 4
+            out[at + 2] = 32
+            out[at + 3] = 48 + labels[row]
+            out[at + 4] = 93  # ]
+            at += 5
             pair_end[row] = at
         out[at] = 93
         at += 1
@@ -125,7 +129,7 @@ class RenderedResults:
         return int(self.query_end[query - 1]) if query else 0
 
     def full(self, query: int) -> bytes:
-        """All results of the ``query``-th query: ``[["id",label],...]``."""
+        """All results of the ``query``-th query: ``[["id", label], ...]``."""
         return self.buffer[self._begin(query) : int(self.query_end[query])]
 
     def first(self, query: int, n: int) -> bytes:
@@ -134,8 +138,8 @@ class RenderedResults:
 
 
 def query_prefix(page_id: int, title: str) -> bytes:
-    """A query line up to its results: ``{"src_id":"...","src_query":"...","tgt_results":``."""
-    return orjson.dumps({"src_id": str(page_id), "src_query": title})[:-1] + b',"tgt_results":'
+    """A query line up to its results: ``{"src_id": "...", "src_query": "...", "tgt_results": `` (``json.dumps`` bytes)."""
+    return b'{"src_id": "%d", "src_query": %s, "tgt_results": ' % (page_id, json.dumps(title).encode())
 
 
 @numba.njit(cache=True)
@@ -178,7 +182,7 @@ def base_candidates(rendered: RenderedResults, picks: Sequence[tuple[int, np.nda
     results = []
     for i, (query, docs, _) in enumerate(picks):
         labelled = rendered.first(query, min(k, len(docs)))
-        results.append(labelled + b"," + extra.full(i)[1:] if offsets[i + 1] > offsets[i] else labelled + b"]")
+        results.append(labelled + b", " + extra.full(i)[1:] if offsets[i + 1] > offsets[i] else labelled + b"]")
     return results
 
 
@@ -214,6 +218,8 @@ def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: Langu
     with contextlib.ExitStack() as stack:
         full_files = [stack.enter_context(gzip_lines(fileio.join(out_root, layout.query_file("bi139-full", src.lang, tgt.lang, s)))) for s in layout.SPLITS]
         base_files = [stack.enter_context(gzip_lines(fileio.join(out_root, layout.query_file("bi139-base", src.lang, tgt.lang, s)))) for s in layout.SPLITS]
+        full_lines = [SortedLines() for _ in layout.SPLITS]
+        base_lines_sorted = [SortedLines() for _ in layout.SPLITS]
         for block in range(src.blocks):
             table = read_table([work.propagated_file(src.lang, tgt.lang, block)], PROPAGATED)
             if table.num_rows == 0:
@@ -238,13 +244,17 @@ def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: Langu
             base_ge1, base_ge4 = judged(label, groups, k)
             picks = [(j, doc[groups[j] : groups[j + 1]], rngs[query_split[j]]) for j in picked.tolist()]
             base_lines = dict(zip(picked.tolist(), base_candidates(rendered, picks, tgt_ids, k)))
+            src_ids = page_ids[firsts - first_position]
             for split in range(len(layout.SPLITS)):
                 mine = np.flatnonzero(query_split == split)
-                full_files[split].write_many([prefixes[j] + rendered.full(j) + b"}" for j in mine.tolist()])
+                full_lines[split].add(src_ids[mine], [prefixes[j] + rendered.full(j) + b"}" for j in mine.tolist()])
                 full_files[split].count(int(full_ge1[mine].sum()), int(full_ge4[mine].sum()))
                 chosen = mine[in_base[mine]]
-                base_files[split].write_many([prefixes[j] + base_lines[j] + b"}" for j in chosen.tolist()])
+                base_lines_sorted[split].add(src_ids[chosen], [prefixes[j] + base_lines[j] + b"}" for j in chosen.tolist()])
                 base_files[split].count(int(base_ge1[chosen].sum()), int(base_ge4[chosen].sum()))
+        for split in range(len(layout.SPLITS)):  # BI-139 lists queries by src_id ascending, as the release does
+            full_lines[split].drain(full_files[split])
+            base_lines_sorted[split].drain(base_files[split])
     files = [f.record for pair in zip(full_files, base_files) for f in pair]
     return {"unit": f"bi139.{src.lang}.{tgt.lang}", "files": describe_files(out_root, files)}
 
@@ -267,14 +277,30 @@ def write_docs(work_root: str, out_root: str, lang: str) -> dict:
     return {"unit": f"docs.{lang}", "files": describe_files(out_root, [short.record, full.record])}
 
 
+def index_url_root(out_root: str, base_url: str) -> str:
+    """Where the index's URLs point: ``base_url`` when publishing, else OUT itself (``file://`` locally).
+
+    Absolute always: a client holding only the index (ir_datasets' downloader) cannot
+    resolve a relative URL.
+    """
+    if base_url:
+        return base_url.rstrip("/") + "/"
+    if fileio.is_remote(out_root):
+        return out_root.rstrip("/") + "/"
+    return Path(fileio.absolute(out_root)).as_uri().rstrip("/") + "/"
+
+
 def write_index(out_root: str, files: Sequence[dict], base_url: str) -> str:
-    """``downloads.json.gz``: context -> key -> url, expected_md5, cache_path, size (PIPELINE.md section 9)."""
+    """``downloads.json.gz``: context -> key -> url, expected_md5, cache_path, size, size_hint (PIPELINE.md section 9)."""
+    root = index_url_root(out_root, base_url)
     index: dict[str, dict[str, dict]] = {}
     for entry in files:
         released = layout.parse_path(entry["path"])
         context, key = layout.index_key(released.dataset, released.src, released.tgt, released.split)
-        url = f"{base_url.rstrip('/')}/{entry['path']}" if base_url else entry["path"]
-        index.setdefault(context, {})[key] = {"url": url, "expected_md5": entry["md5"], "cache_path": entry["path"], "size": entry["size"]}
+        index.setdefault(context, {})[key] = {
+            "url": root + entry["path"], "expected_md5": entry["md5"], "cache_path": entry["path"], "size": entry["size"],
+            "size_hint": entry["size"],  # what ir_datasets' disk-space check reads
+        }
     path = fileio.join(out_root, layout.INDEX)
     with atomic_create(path) as handle, gzip.GzipFile(filename="", mode="wb", fileobj=handle, mtime=0) as stream:
         stream.write(orjson.dumps(index, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))

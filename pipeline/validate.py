@@ -14,6 +14,7 @@ sizes, leakage between splits, MULTI-8 alignment, base against full); the index.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
@@ -34,7 +35,7 @@ from clirmatrix.pipeline.layout import (
     STATS_DIR,
     ReleasedFile,
     index_key,
-    parse_path,
+    path_in_url,
     refuse_incomplete,
 )
 from clirmatrix.pipeline.localio import STREAM_ERRORS, md5_of
@@ -71,6 +72,8 @@ CHECKSUM = "md5"
 SIZE = "size"
 URL = "url"
 MANIFEST_RULE = "manifest"
+QUERY_ORDER = "query-order"
+LINE_BYTES = "line-bytes"
 
 MAX_EXAMPLES = 10  # findings kept per (file, rule, severity); the rest are counted
 EXAMPLE_IDS = 5  # ids named in a leakage or missing-doc finding
@@ -123,13 +126,9 @@ class ValidationReport:
         }
 
 
-def _released_path(url: str) -> str | None:
-    """The released path an index URL ends with (``.../BI-139/base/en/en.de.dev.base.jl.gz``), or None."""
-    parts = url.split("/")
-    for start in range(len(parts)):
-        if parse_path("/".join(parts[start:])) is not None:
-            return "/".join(parts[start:])
-    return None
+def _in_release_bytes(line: bytes) -> bool:
+    """Whether a query line is byte for byte what Python's ``json.dumps`` makes of its record, as the release's are."""
+    return json.dumps(orjson.loads(line)).encode() == line.rstrip(b"\r\n")
 
 
 def _splits_of(mask: int) -> list[str]:
@@ -275,18 +274,26 @@ class _Validator:
 
     # -- queries -----------------------------------------------------------------------------
     def records(self, released: ReleasedFile, report: bool = True) -> Iterable[tuple[int, QueryRecord]]:
-        """Parsed records of a query file; bad lines and a damaged stream reported when asked."""
+        """Parsed records of a query file; bad lines, lines not in the release's bytes and a damaged stream reported when asked."""
         path = released.path
+        unlike, first_unlike = 0, 0
         try:
             for number, line in iter_lines(self._path(released)):
                 try:
-                    yield number, parse_query(line, path, number)
+                    record = parse_query(line, path, number)
                 except MalformedRecordError as error:
                     if report:
                         self.fail(path, MALFORMED, error.reason, number)
+                    continue
+                if report and not _in_release_bytes(line):
+                    unlike += 1
+                    first_unlike = first_unlike or number
+                yield number, record
         except MalformedRecordError as error:
             if report:
                 self.fail(path, MALFORMED, error.reason, error.line)
+        if unlike:
+            self.strict(path, LINE_BYTES, f"{unlike:,} lines are not the bytes of json.dumps(record) (', ' and ': ' separators, \\uXXXX escapes)", first_unlike)
 
     def queries(self, released: list[ReleasedFile]) -> None:
         """All query files, one query language at a time (leakage is a per-language matter)."""
@@ -304,11 +311,18 @@ class _Validator:
         seen: set[str] = set()
         ndocs = self.doc_counts.get(released.tgt)
         queries = 0
+        sorted_ids = released.dataset != _MULTI8  # BI-139 lists queries by src_id as numbers; MULTI-8 in one seeded order
+        previous: tuple[int, str] | None = None
         for number, record in self.records(released):
             queries += 1
             if record.src_id in seen:
                 self.fail(path, DUPLICATE_QUERY, f"src_id {record.src_id} appears again in this file", number)
             seen.add(record.src_id)
+            key = (len(record.src_id), record.src_id)
+            if sorted_ids and previous is not None and key < previous:
+                self.strict(path, QUERY_ORDER, f"src_id {record.src_id} after {previous[1]}: queries not by src_id ascending", number)
+                sorted_ids = False  # one finding per file
+            previous = key
             self._check_results(released, number, record, ndocs)
             hook(number, record)
         self.counts[path] = queries
@@ -382,7 +396,7 @@ class _Validator:
             for key, entry in sorted(entries.items()):
                 if (context, key) not in present:
                     url = entry.get("url") if isinstance(entry, dict) else None
-                    absent.append((context, key, _released_path(url) if isinstance(url, str) else None))
+                    absent.append((context, key, path_in_url(url) if isinstance(url, str) else None))
         if not absent:
             return
         if self.report.build:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import heapq
+import json
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import isal.igzip
 import numpy as np
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -107,6 +110,59 @@ def gzip_lines(path: str) -> Iterator[GzipLines]:
     record.md5, record.size = digest.md5.hexdigest(), digest.size
 
 
+class SortedLines:
+    """Lines that must reach a file in the order of an integer key, arriving one block at a time.
+
+    A block's lines are sorted in memory. When every block has come, a file of one
+    block is written straight away; with several, each block became a run in a local
+    temporary folder (lines, and their keys as ``.npy``), and ``drain`` merges the runs,
+    holding one line per run: the bounded-memory way to order a whole large language.
+    """
+
+    def __init__(self) -> None:
+        self._pending: tuple[np.ndarray, list[bytes]] | None = None
+        self._runs: list[Path] = []
+        self._folder: tempfile.TemporaryDirectory | None = None
+
+    def add(self, keys: np.ndarray, lines: list[bytes]) -> None:
+        """One block's lines and their keys (any order)."""
+        order = np.argsort(keys, kind="stable")
+        block = (np.asarray(keys)[order], [lines[i] for i in order.tolist()])
+        if self._pending is None and not self._runs:  # the first block waits: it may be the only one
+            self._pending = block
+            return
+        if self._pending is not None:
+            self._spill(*self._pending)
+            self._pending = None
+        self._spill(*block)
+
+    def _spill(self, keys: np.ndarray, lines: list[bytes]) -> None:
+        if self._folder is None:
+            self._folder = tempfile.TemporaryDirectory(prefix="clirmatrix-runs-")
+        run = Path(self._folder.name) / f"{len(self._runs):05d}"
+        np.save(run.with_suffix(".npy"), keys)
+        run.write_bytes(b"".join(line + b"\n" for line in lines))
+        self._runs.append(run)
+
+    def drain(self, out: "GzipLines", batch: int = 10_000) -> None:
+        """Write every line, in key order, to ``out``; the temporary runs are removed."""
+        if not self._runs:
+            if self._pending is not None:
+                out.write_many(self._pending[1])
+            return
+        with contextlib.ExitStack() as files:
+            streams = [zip(np.load(run.with_suffix(".npy")).tolist(), files.enter_context(open(run, "rb"))) for run in self._runs]
+            chunk: list[bytes] = []
+            for _, line in heapq.merge(*streams, key=lambda pair: pair[0]):
+                chunk.append(line[:-1])
+                if len(chunk) == batch:
+                    out.write_many(chunk)
+                    chunk = []
+            out.write_many(chunk)
+        self._folder.cleanup()
+        self._runs, self._folder = [], None
+
+
 def result_order(doc_id: str, label: int) -> tuple[int, int, str]:
     """Sort key of ``tgt_results``: label descending, then page id ascending as a number.
 
@@ -117,9 +173,14 @@ def result_order(doc_id: str, label: int) -> tuple[int, int, str]:
 
 
 def query_line(src_id: str, src_query: str, results: Sequence[tuple[str, int]]) -> bytes:
-    """One line of a query file: ``{"src_id": ..., "src_query": ..., "tgt_results": [[doc_id, label], ...]}``."""
+    """One line of a query file: ``{"src_id": ..., "src_query": ..., "tgt_results": [[doc_id, label], ...]}``.
+
+    The bytes of Python's ``json.dumps`` with default settings, as the release's lines:
+    ``", "`` and ``": "`` separators, non-ASCII as ``\\uXXXX``. Escaping keeps U+2028,
+    U+2029 and U+0085 out of the line, which ir_datasets' reader would split on.
+    """
     ordered = sorted(results, key=lambda pair: result_order(pair[0], pair[1]))
-    return orjson.dumps({"src_id": src_id, "src_query": src_query, "tgt_results": [[doc, int(label)] for doc, label in ordered]})
+    return json.dumps({"src_id": src_id, "src_query": src_query, "tgt_results": [[doc, int(label)] for doc, label in ordered]}).encode()
 
 
 def filler(labelled: np.ndarray, n_docs: int, need: int, rng: np.random.Generator) -> np.ndarray:
@@ -135,45 +196,6 @@ def filler(labelled: np.ndarray, n_docs: int, need: int, rng: np.random.Generato
             if len(chosen) == need:
                 break
     return np.array(chosen, dtype=np.int64)
-
-
-class TargetDocs:
-    """A document language's page ids, pre-quoted for JSON, and each one's rank in release order.
-
-    Writing millions of result pairs is the hot loop of the write stage: sorting
-    by rank in numpy and joining pre-quoted ids avoids a Python sort key and a
-    JSON encode per pair (``query_line`` is the plain reference).
-    """
-
-    def __init__(self, doc_ids: Sequence[str]) -> None:
-        self.doc_ids = list(doc_ids)
-        order = sorted(range(len(self.doc_ids)), key=lambda p: (len(self.doc_ids[p]), self.doc_ids[p]))
-        self.rank = np.empty(len(self.doc_ids), dtype=np.int64)
-        self.rank[order] = np.arange(len(self.doc_ids))
-        self._opened = [b"[" + orjson.dumps(doc_id) + b"," for doc_id in self.doc_ids]
-
-    def __len__(self) -> int:
-        return len(self.doc_ids)
-
-    def release_order(self, query: np.ndarray, doc: np.ndarray, label: np.ndarray) -> np.ndarray:
-        """Row order that groups by query and sorts each query's results as released."""
-        return np.lexsort((self.rank[doc], -label.astype(np.int16), query))
-
-    def by_rank(self, positions: np.ndarray) -> np.ndarray:
-        return positions[np.argsort(self.rank[positions], kind="stable")]
-
-    def results_json(self, positions: Sequence[int], labels: Sequence[int]) -> bytes:
-        """``[["id",label],...]`` for results already in release order."""
-        opened = self._opened
-        return b"[" + b",".join([opened[p] + _CLOSE_LABEL[label] for p, label in zip(positions, labels)]) + b"]"
-
-
-_CLOSE_LABEL = [f"{label}]".encode() for label in range(7)]
-
-
-def query_line_json(src_id: str, src_query: str, results_json: bytes) -> bytes:
-    """The same bytes as :func:`query_line`, from pre-rendered ``tgt_results``."""
-    return orjson.dumps({"src_id": src_id, "src_query": src_query})[:-1] + b',"tgt_results":' + results_json + b"}"
 
 
 _CONTROL = str.maketrans({"\t": " ", "\n": " ", "\r": " "})

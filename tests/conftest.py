@@ -79,3 +79,21 @@ def built(world8, tmp_path_factory):
     out = tmp_path_factory.mktemp("build") / "out"
     result = run_build(build_config(dumps, out))
     return out, result, world
+
+
+def without_location(files: dict[str, bytes], root_url: str) -> dict[str, bytes]:
+    """Released files with the index's absolute URLs cut back to paths: the index names where a build is, the rest must not."""
+    import gzip
+
+    from clirmatrix.pipeline.layout import INDEX, MANIFEST
+
+    cleaned = {path: data for path, data in files.items() if path != MANIFEST}  # the manifest names the folder too
+    if INDEX in cleaned:
+        cleaned[INDEX] = gzip.decompress(cleaned[INDEX]).replace(root_url.rstrip("/").encode() + b"/", b"")
+    return cleaned
+
+
+def released(out: Path) -> dict[str, bytes]:
+    """Every file of a local build but its work folder and manifest, with the index's URLs made relative."""
+    files = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and ".work" not in p.parts}
+    return without_location(files, out.resolve().as_uri())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import EVAL, TRAIN, build_config
+from conftest import EVAL, TRAIN, build_config, released
 
 from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
@@ -18,10 +18,6 @@ from clirmatrix.pipeline.validate import validate
 def _lines(path: Path) -> list[dict]:
     with gzip.open(path, "rb") as handle:
         return [orjson.loads(line) for line in handle if line.strip()]
-
-
-def _released(out: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and ".work" not in p.parts}
 
 
 def _entity_of(world) -> dict[tuple[str, str], str]:
@@ -33,9 +29,10 @@ def test_output_has_exactly_the_release_layout(built):
     langs = MULTI8_LANGUAGES
     expected = {layout.query_file(s, x, y, split) for s in layout.QUERY_SETS for x in langs for y in langs if x != y for split in layout.SPLITS}
     expected |= {layout.docs_file(d, lang) for d in layout.DOC_SETS for lang in langs}
-    files = {path for path in _released(out) if layout.parse_path(path)}
+    every = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and ".work" not in p.parts}
+    files = {path for path in every if layout.parse_path(path)}
     assert files == expected
-    others = {path for path in _released(out) if not layout.parse_path(path)}
+    others = {path for path in every if not layout.parse_path(path)}
     assert {layout.INDEX, layout.MANIFEST} <= others
     assert all(path in (layout.INDEX, layout.MANIFEST) or path.startswith("stats/") for path in others)
 
@@ -55,7 +52,26 @@ def test_index_lists_every_file_with_its_md5(built):
     assert len(entries) == 3 * 8 * 7 * 4 + 2 * 8
     for path, entry in entries.items():
         assert entry["expected_md5"] == hashlib.md5((out / path).read_bytes()).hexdigest()
-    assert index["clirmatrix_bi139_base"]["queries/en_de/dev"]["url"] == "BI-139/base/en/en.de.dev.base.jl.gz"
+    entry = index["clirmatrix_bi139_base"]["queries/en_de/dev"]
+    assert entry["url"] == (out / "BI-139/base/en/en.de.dev.base.jl.gz").resolve().as_uri()  # absolute: fetchable from the index alone
+    assert entry["size_hint"] == entry["size"] == (out / "BI-139/base/en/en.de.dev.base.jl.gz").stat().st_size
+
+
+def test_download_all_languages_of_a_build_fetches_what_its_index_lists(built, tmp_path, capsys):
+    from clirmatrix.pipeline.cli import main
+
+    out, _, _ = built
+    moved = tmp_path / "published"  # a build moved after it was written: its file:// URLs lead nowhere ...
+    shutil.copytree(out, moved, ignore=shutil.ignore_patterns(".work"))
+    index_bytes = gzip.decompress((moved / layout.INDEX).read_bytes()).replace(out.resolve().as_uri().encode(), b"file:///gone")
+    (moved / layout.INDEX).write_bytes(gzip.compress(index_bytes))  # ... so the files are found beside the index
+    for origin in (out, moved):
+        got = tmp_path / f"got-{origin.name}"
+        assert main(["download", "docs", "--base-url", str(origin), "--to", str(got)]) == 0  # --tgt all: the 8 of the index
+        assert sorted(p.name for p in (got / "DOCS").iterdir()) == sorted(f"{lang}.tsv.gz" for lang in MULTI8_LANGUAGES)
+        assert main(["download", "bi139-base", "--src", "en", "--split", "dev", "--base-url", str(origin), "--to", str(got)]) == 0
+        assert len(list((got / "BI-139" / "base" / "en").iterdir())) == 7
+    assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith("failed ")]  # no file failed
 
 
 def test_base_queries_have_100_candidates_and_their_own_article_at_label_6(built):
@@ -76,6 +92,20 @@ def test_base_queries_have_100_candidates_and_their_own_article_at_label_6(built
     assert checked > 100
 
 
+def test_bi139_lists_queries_by_src_id_and_lines_are_json_dumps_bytes(built):
+    import json
+
+    out, _, _ = built
+    for path in sorted(out.glob("BI-139/*/*/*.jl.gz")) + sorted(out.glob("MULTI-8/*/*.jl.gz")):
+        lines = gzip.decompress(path.read_bytes()).splitlines()
+        assert all(line == json.dumps(json.loads(line)).encode() for line in lines), path
+        ids = [int(json.loads(line)["src_id"]) for line in lines]
+        if "BI-139" in path.parts:
+            assert ids == sorted(ids), path  # as the release: numeric src_id order
+    multi8 = [int(json.loads(line)["src_id"]) for line in gzip.decompress((out / layout.query_file("multi8", "en", "de", "train")).read_bytes()).splitlines()]
+    assert multi8 != sorted(multi8)  # one seeded order, shared by every target
+
+
 def test_full_holds_only_labelled_documents_and_contains_base(built):
     out, _, _ = built
     for split in layout.SPLITS:
@@ -91,17 +121,17 @@ def test_split_sizes_and_no_entity_crosses_splits(built):
     out, _, world = built
     entity_of = _entity_of(world)
     split_of_entity: dict[str, set[str]] = defaultdict(set)
-    for path in _released(out):
-        released = layout.parse_path(path)
-        if released is None or released.dataset not in layout.QUERY_SETS:
+    for path in released(out):
+        found = layout.parse_path(path)
+        if found is None or found.dataset not in layout.QUERY_SETS:
             continue
         records = _lines(out / path)
-        if released.dataset != "bi139-full":
-            assert len(records) <= (TRAIN if released.split == "train" else EVAL)
+        if found.dataset != "bi139-full":
+            assert len(records) <= (TRAIN if found.split == "train" else EVAL)
         for record in records:
-            entity = entity_of.get((released.src, record["src_id"]))
+            entity = entity_of.get((found.src, record["src_id"]))
             if entity:
-                split_of_entity[entity].add(released.split)
+                split_of_entity[entity].add(found.split)
     assert split_of_entity and all(len(splits) == 1 for splits in split_of_entity.values())
     assert len(_lines(out / layout.query_file("bi139-base", "en", "de", "train"))) == TRAIN
 
@@ -151,9 +181,7 @@ def test_same_inputs_give_byte_identical_output_and_a_rerun_skips_every_stage(bu
     dumps, _ = world8
     other = tmp_path / "again"
     run_build(build_config(dumps, other))
-    mine, theirs = _released(out), _released(other)
-    mine.pop(layout.MANIFEST), theirs.pop(layout.MANIFEST)  # it names the output folder
-    assert mine == theirs
+    assert released(out) == released(other)
 
     records = {p.name: p.stat().st_mtime_ns for p in (other / ".work" / "_stages").glob("*.json")}
     rerun = run_build(build_config(dumps, other))
@@ -272,6 +300,4 @@ def test_a_killed_build_resumes_and_two_workers_write_the_same_bytes(built, worl
     resumed = run_build(build_config(dumps, again, workers=2))
     assert not (again / layout.IN_PROGRESS).exists()
     assert resumed.skipped == ["extract_docs", "extract_sitelinks", "link", "retrieve", "label", "propagate"]
-    mine, theirs = _released(out), _released(again)
-    mine.pop(layout.MANIFEST), theirs.pop(layout.MANIFEST)
-    assert mine == theirs
+    assert released(out) == released(again)

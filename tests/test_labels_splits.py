@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 
 import jenkspy
 import numpy as np
@@ -186,7 +187,20 @@ def test_gzip_files_are_byte_identical_and_their_md5_is_reported(tmp_path):
         assert data[4:8] == b"\0\0\0\0"  # no timestamp
         digests.append(out.record.md5)
     assert digests[0] == digests[1]
-    assert gzip.decompress((tmp_path / "a.jl.gz").read_bytes()) == b'{"src_id":"1","src_query":"x","tgt_results":[["2",5]]}\n'
+    assert gzip.decompress((tmp_path / "a.jl.gz").read_bytes()) == b'{"src_id": "1", "src_query": "x", "tgt_results": [["2", 5]]}\n'
+
+
+def test_query_lines_are_the_bytes_of_json_dumps_and_escape_line_separators():
+    # The release's lines are Python's json.dumps with default settings; ir_datasets splits lines
+    # on U+2028, U+2029 and U+0085, so a raw one in a title would break its reader.
+    title = "Line\u2028Para\u2029Next\u0085 é 中 🎉 \"q\" \\ \t"
+    record = {"src_id": "42", "src_query": title, "tgt_results": [["7", 6], ["3", 0]]}
+    line = query_line("42", title, [("3", 0), ("7", 6)])
+    assert line == json.dumps(record).encode() and line.isascii()
+    assert b"\\u2028" in line and b"\\u2029" in line and b"\\u0085" in line and b"\\ud83c\\udf89" in line
+    rendered = RenderedResults(np.array([7, 3]), np.array([6, 0], np.int8), np.array([0, 2]))
+    assert query_prefix(42, title) + rendered.full(0) + b"}" == line
+    assert len(line.decode().splitlines()) == 1  # nothing in it that str.splitlines (as ir_datasets) breaks on
 
 
 def test_a_failed_write_leaves_nothing_behind(tmp_path):

@@ -22,15 +22,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import EVAL, TRAIN, build_config, write_sample
+from conftest import EVAL, TRAIN, build_config, released, without_location, write_sample
 
 from clirmatrix.pipeline import layout
 
 BIN = Path(sys.executable).parent
-
-
-def _released(out: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and ".work" not in p.parts and p.name != layout.MANIFEST}
 
 
 def _tables(folder: Path) -> dict[str, pa.Table]:
@@ -202,8 +198,8 @@ def test_write_composite_and_count_composite(work_copy, built, tmp_path):
     again = tmp_path / "again"
     shutil.rmtree(work_copy / "release")
     _run_composite(release_units(plans, settings.multi_langs), WriteRelease(str(work_copy), str(again), settings))
-    mine = _released(out)
-    theirs = _released(again)
+    mine = released(out)
+    theirs = released(again)
     assert {path: data for path, data in mine.items() if layout.parse_path(path)} == theirs
 
     files = sorted(path for path in theirs if layout.parse_path(path).dataset in layout.QUERY_SETS)
@@ -374,7 +370,7 @@ def test_the_build_on_a_dask_cluster_is_byte_identical_and_keeps_no_state(built,
     shutil.copytree(dumps, here / "dumps")
     before = _executed(dask_cluster)
     _cli_build(here, "dumps", "out", "--runner", "dask", "--dask_client_address", dask_cluster, "--shard-docs", "150", "--block-size", "100")
-    assert _released(here / "out") == _released(out)
+    assert released(here / "out") == released(out)
     ran = {worker: count - before.get(worker, 0) for worker, count in _executed(dask_cluster).items()}
     assert len(ran) == 2 and all(count > 0 for count in ran.values()), ran  # the units were spread over both workers
 
@@ -383,7 +379,7 @@ def test_the_build_on_a_dask_cluster_is_byte_identical_and_keeps_no_state(built,
     _cli_build(here, "other", "out", "--runner", "dask", "--dask_client_address", dask_cluster)
     fresh = tmp_path / "fresh"
     run_build(build_config(other, fresh))
-    assert _released(here / "out") == _released(fresh)
+    assert released(here / "out") == released(fresh)
     assert not (here / "out" / "MULTI-8").exists()  # the first build's files went with it
 
 
@@ -451,7 +447,6 @@ def test_a_build_on_s3_equals_the_local_build(s3_server, tmp_path_factory, tmp_p
     remote = build_config(dumps, Path("."), multi_langs=("de", "en", "fr"), workers=2)
     remote = replace(remote, out="s3://clirmatrix-test/out", work="s3://clirmatrix-test/work")
     run_build(remote, flags)
-    stored = _objects(client, "out/")
-    stored.pop(layout.MANIFEST)
-    assert stored == _released(local) and any(path.startswith("MULTI-8/") for path in stored)
+    stored = without_location(_objects(client, "out/"), "s3://clirmatrix-test/out")
+    assert stored == released(local) and any(path.startswith("MULTI-8/") for path in stored)
     assert run_build(remote, flags).skipped == list(STAGES)

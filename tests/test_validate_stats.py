@@ -7,6 +7,7 @@ and, for a build, a manifest; the report must name the rule, the file and the li
 
 import gzip
 import hashlib
+import json
 import shutil
 
 import orjson
@@ -60,7 +61,7 @@ def release():
 
 
 def line_bytes(item):
-    return item if isinstance(item, bytes) else item.encode() if isinstance(item, str) else orjson.dumps(item)
+    return item if isinstance(item, bytes) else item.encode() if isinstance(item, str) else json.dumps(item).encode()
 
 
 def write(root, files, build=True, index=True, size_key="size"):
@@ -100,6 +101,17 @@ FULL = query_file("bi139-full", "en", "de", "train")
 
 
 # -- a valid tree ------------------------------------------------------------------------------
+@pytest.mark.parametrize("build", [True, False], ids=["build", "download"])
+def test_compact_lines_and_unsorted_queries_fail_a_build_and_warn_a_download(tmp_path, build):
+    files = release()
+    files[BASE] = [orjson.dumps(files[BASE][0]), json.dumps(files[BASE][1]).encode()]  # the first line compact
+    files[FULL] = list(reversed(files[FULL]))  # src_id 2 before 1
+    report = v.validate(str(write(tmp_path, files, build=build)))
+    found = {(f.path, f.rule, f.line) for f in (report.failures if build else report.warnings)}
+    assert {(BASE, v.LINE_BYTES, 1), (FULL, v.QUERY_ORDER, 2)} <= found
+    assert report.ok is not build
+
+
 @pytest.mark.parametrize("build", [True, False], ids=["build", "download"])
 def test_a_valid_tree_passes(tmp_path, build):
     report = v.validate(str(write(tmp_path, release(), build=build)))
