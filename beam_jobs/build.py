@@ -182,12 +182,23 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
         "dropped_languages": sorted(summaries["extract_docs"]["dropped"]),
         "notes": found.notes,
         "counts": _counts(summaries),
+        "files": _file_counts(summaries["write"]["files"]),
         "stage_fingerprints": keys,
     }
     fileio.write_json(fileio.join(config.out, layout.MANIFEST), manifest)
     fileio.remove_tree(marker)
     seconds = {name: log.seconds(name) for name in STAGES}
     return BuildResult(config.out, work.root, summaries, seconds, log.skipped, found.notes)
+
+
+def _file_counts(files: Sequence[dict]) -> dict[str, dict[str, int]]:
+    """Per released file, what a loader counts: records (queries or documents) and, for query files, qrels (result pairs)."""
+    counts = {}
+    for entry in files:
+        counts[entry["path"]] = {"records": entry["lines"]}
+        if layout.parse_path(entry["path"]).dataset in layout.QUERY_SETS and "pairs" in entry:
+            counts[entry["path"]]["qrels"] = entry["pairs"]
+    return counts
 
 
 def _counts(summaries: dict[str, dict]) -> dict:

@@ -376,6 +376,26 @@ def download(dataset: str, src: str, tgt: str, splits: str, to_dir: str, base_ur
         click.get_current_context().exit(1)
 
 
+@cli.command("irds")
+@click.argument("root", type=click.Path(exists=True, file_okay=False))
+@click.option("--prefix", default="clirmatrix-local", show_default=True, help="Namespace of the ids (not clirmatrix, which is the official release's).")
+def irds_command(root: str, prefix: str) -> None:
+    """List the ir_datasets ids a build or download registers, and how to load them."""
+    try:
+        from clirmatrix.pipeline import irds
+    except ImportError as error:
+        raise click.ClickException(str(error)) from None
+    ids = irds.registered_ids(root, prefix)
+    for dataset_id in ids:
+        click.echo(dataset_id)
+    example = next((i for i in ids if "/bi139-base/" in i), ids[0] if ids else f"{prefix}/de")
+    console.print(
+        f"{len(ids):,} ids. In Python:\n    import ir_datasets\n    from clirmatrix.pipeline import irds\n"
+        f"    irds.register({root!r}, prefix={prefix!r})\n    ir_datasets.load({example!r})",
+        highlight=False,
+    )
+
+
 def _add_training_commands() -> None:
     """``train`` and ``evaluate`` live with the models; importing them does not import torch."""
     from clirmatrix.models.cli import evaluate, train

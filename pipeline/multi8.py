@@ -141,6 +141,6 @@ def write_target(work_root: str, out_root: str, tgt: LanguagePlan, settings: Rel
                 for j, ((rank, _), result) in enumerate(zip(targets, results)):
                     page_id, title = articles[(rank, src)]
                     out.write(query_prefix(page_id, title) + result + b"}")
-                    out.count(int(ge1[j]), int(ge4[j]))
+                    out.count(int(ge1[j]), int(ge4[j]), min(k, len(tgt_ids)))
             written.append(out.record)
     return {"unit": f"multi8.{tgt.lang}", "files": describe_files(out_root, written)}

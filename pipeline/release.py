@@ -248,10 +248,10 @@ def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: Langu
             for split in range(len(layout.SPLITS)):
                 mine = np.flatnonzero(query_split == split)
                 full_lines[split].add(src_ids[mine], [prefixes[j] + rendered.full(j) + b"}" for j in mine.tolist()])
-                full_files[split].count(int(full_ge1[mine].sum()), int(full_ge4[mine].sum()))
+                full_files[split].count(int(full_ge1[mine].sum()), int(full_ge4[mine].sum()), int((groups[mine + 1] - groups[mine]).sum()))
                 chosen = mine[in_base[mine]]
                 base_lines_sorted[split].add(src_ids[chosen], [prefixes[j] + base_lines[j] + b"}" for j in chosen.tolist()])
-                base_files[split].count(int(base_ge1[chosen].sum()), int(base_ge4[chosen].sum()))
+                base_files[split].count(int(base_ge1[chosen].sum()), int(base_ge4[chosen].sum()), len(chosen) * min(k, len(tgt_ids)))
         for split in range(len(layout.SPLITS)):  # BI-139 lists queries by src_id ascending, as the release does
             full_lines[split].drain(full_files[split])
             base_lines_sorted[split].drain(base_files[split])

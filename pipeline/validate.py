@@ -447,7 +447,7 @@ class _Validator:
             self.fail(path, CHECKSUM, f"md5 {md5}, index entry {name} expects {entry['expected_md5']}")
 
     def manifest(self) -> None:
-        """Our builds' manifest parses and lists counts; counts keyed by a local file must match."""
+        """Our builds' manifest parses, lists counts, and its per-file record counts match the files read."""
         try:
             with open(os.path.join(self.root, MANIFEST), "rb") as handle:
                 value = orjson.loads(handle.read())
@@ -458,9 +458,11 @@ class _Validator:
         if not isinstance(counts, dict) or not counts:
             self.fail(MANIFEST, MANIFEST_RULE, 'lists no counts (expected a non-empty "counts" object)')
             return
-        for key, expected in counts.items():
-            if key in self.counts and isinstance(expected, int) and expected != self.counts[key]:
-                self.fail(MANIFEST, MANIFEST_RULE, f"counts {expected:,} records for {key}, the file holds {self.counts[key]:,}")
+        files = value.get("files", {})
+        for path, listed in sorted(files.items() if isinstance(files, dict) else []):
+            expected = listed.get("records") if isinstance(listed, dict) else None
+            if path in self.counts and isinstance(expected, int) and expected != self.counts[path]:
+                self.fail(MANIFEST, MANIFEST_RULE, f"counts {expected:,} records for {path}, the file holds {self.counts[path]:,}")
 
 
 class _SourceCheck:

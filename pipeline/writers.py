@@ -36,6 +36,7 @@ class WrittenFile:
     lines: int = 0
     docs_ge4: int = 0  # for query files: judged documents with label >= 4 and >= 1 (PIPELINE.md section 10)
     docs_ge1: int = 0
+    pairs: int = 0  # for query files: [doc_id, label] pairs, the qrels a loader counts
 
 
 class _Digest:
@@ -85,10 +86,11 @@ class GzipLines:
         if len(self._pending) >= COMPRESS_CHUNK:
             self._compress(final=False)
 
-    def count(self, ge1: int, ge4: int) -> None:
-        """Add judged documents with label >= 1 and >= 4 to the statistics (PIPELINE.md section 10)."""
+    def count(self, ge1: int, ge4: int, pairs: int) -> None:
+        """Add judged documents with label >= 1 and >= 4 (PIPELINE.md section 10), and result pairs, to the file's counts."""
         self.record.docs_ge1 += ge1
         self.record.docs_ge4 += ge4
+        self.record.pairs += pairs
 
     def _compress(self, final: bool) -> None:
         whole = len(self._pending) if final else len(self._pending) - len(self._pending) % COMPRESS_CHUNK

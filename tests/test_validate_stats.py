@@ -83,7 +83,8 @@ def write(root, files, build=True, index=True, size_key="size"):
         with gzip.GzipFile(root / INDEX, "wb", mtime=0) as handle:
             handle.write(orjson.dumps(entries))
     if build:
-        (root / MANIFEST).write_bytes(orjson.dumps({"counts": {path: len(lines) for path, lines in files.items()}}))
+        manifest = {"counts": {"sets": {}}, "files": {path: {"records": len(lines)} for path, lines in files.items()}}
+        (root / MANIFEST).write_bytes(orjson.dumps(manifest))
     return root
 
 
@@ -372,7 +373,7 @@ def test_manifest_must_parse_and_list_counts(tmp_path):
     write(tmp_path, release())
     (tmp_path / MANIFEST).write_text("{not json")
     assert failures(v.validate(str(tmp_path))) == {v.MANIFEST_RULE}
-    (tmp_path / MANIFEST).write_text('{"counts": {"%s": 3}}' % FULL)
+    (tmp_path / MANIFEST).write_text('{"counts": {"sets": {}}, "files": {"%s": {"records": 3}}}' % FULL)
     report = v.validate(str(tmp_path))
     assert failures(report) == {v.MANIFEST_RULE} and "the file holds 2" in report.failures[0].message
 
