@@ -157,7 +157,7 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
     keys["propagate"] = fingerprint("propagate", keys["label"], keys["link"])
     summaries["propagate"] = log.run("propagate", keys["propagate"], lambda: run_propagate(work.root, langs, beam_args, workers))
 
-    splits = SplitSettings(config.seed, config.eval_fraction, config.train_size, config.eval_size)
+    splits = SplitSettings(config.seed, config.train_size, config.eval_size)
     release = ReleaseSettings(splits, tuple(config.multi_langs), base_url=config.base_url)
     if not set(release.multi_langs) <= set(langs):
         missing = sorted(set(release.multi_langs) - set(langs))

@@ -1,13 +1,17 @@
 """``propagated`` + ``labels`` + ``catalog`` + ``docs`` -> the released files (PIPELINE.md sections 7-9).
 
-Three steps, one pipeline (``clirmatrix.pipeline.release`` and ``.multi8`` do the work):
+Five steps, one pipeline (``clirmatrix.pipeline.splits``, ``.release`` and ``.multi8`` do the work):
 
-1. plan: each language's query splits and seeded order; the MULTI-8 queries; each
-   language's ``DOCS`` and ``DOCS-FULL`` files;
-2. one unit per BI-139 direction X -> Y (its ``full`` and ``base`` files of the four
+1. plan: each language's query roles, priorities and keys; each language's ``DOCS``
+   and ``DOCS-FULL`` files;
+2. eval: one unit per query language X (the dev/test sets of every direction X -> Y)
+   and one for MULTI-8's;
+3. keys: one unit: the union of every eval set's keys (no train set may hold one),
+   then the MULTI-8 queries of every split;
+4. one unit per BI-139 direction X -> Y (its ``full`` and ``base`` files of the four
    splits, streamed block by block), and one per block of a MULTI-8 language's
    queries (the candidate lists of the chosen queries);
-3. one unit per MULTI-8 document language Y: ``MULTI-8/{X}/{X}.{Y}.{split}.jl.gz``.
+5. one unit per MULTI-8 document language Y: ``MULTI-8/{X}/{X}.{Y}.{split}.jl.gz``.
 
 Each unit reports the md5 and size of what it wrote; the driver then writes
 ``downloads.json.gz`` from those reports.
@@ -28,24 +32,30 @@ import apache_beam as beam
 
 from clirmatrix.beam_jobs import common, runners
 from clirmatrix.beam_jobs.label import language_plans
-from clirmatrix.pipeline import fileio, layout, multi8, release
+from clirmatrix.pipeline import fileio, layout, multi8, release, splits
 from clirmatrix.pipeline.corpus import WorkDirs
 from clirmatrix.pipeline.release import ReleaseSettings
-from clirmatrix.pipeline.splits import SplitSettings, write_query_splits
+from clirmatrix.pipeline.splits import SplitSettings
 from clirmatrix.pipeline.units import LanguagePlan, Unit
 
 LOG = logging.getLogger("clirmatrix")
-PLAN, DIRECTIONS, MULTI8 = "plan", "directions", "multi8"
+PLAN, EVAL, KEYS, DIRECTIONS, MULTI8 = "plan", "eval", "keys", "directions", "multi8"
 
 
 def run_unit(work_root: str, out_root: str, settings: ReleaseSettings, kind: str, *args) -> dict:
     """Route a unit to the library function that does it."""
     if kind == "splits":
-        return write_query_splits(work_root, args[0], settings.splits)
+        return splits.write_query_splits(work_root, args[0], settings.splits)
     if kind == "docs":
         return release.write_docs(work_root, out_root, args[0])
-    if kind == "multi8-queries":
-        return multi8.choose_queries(work_root, settings)
+    if kind == "eval":
+        return splits.write_eval_picks(work_root, args[0].lang, args[0].blocks, args[1], settings.splits)
+    if kind == "multi8-eval":
+        return multi8.choose_eval(work_root, settings)
+    if kind == "keys":
+        work = WorkDirs(work_root)
+        keys = splits.write_eval_keys(work_root, [work.eval_picks_file(lang) for lang in args[0]] + ([work.multi8_eval_file()] if args[1] else []))
+        return {"unit": "keys", "eval_keys": keys, **({"multi8": multi8.choose_queries(work_root, settings)} if args[1] else {})}
     if kind == "bi139":
         return release.write_direction(work_root, out_root, args[0], args[1], settings)
     if kind == "multi8-lists":
@@ -56,14 +66,16 @@ def run_unit(work_root: str, out_root: str, settings: ReleaseSettings, kind: str
 
 
 def release_units(plans: Sequence[LanguagePlan], multi_langs: Sequence[str]) -> list[Unit]:
-    """Every unit of the stage: splits and DOCS per language, BI-139 directions, and MULTI-8 when all its languages are there."""
+    """Every unit of the stage: splits and DOCS per language, eval sets, BI-139 directions, and MULTI-8 when all its languages are there."""
     by_lang = {plan.lang: plan for plan in plans}
     langs = sorted(by_lang)
     with_multi8 = bool(multi_langs) and set(multi_langs) <= set(langs)
     units = [Unit(PLAN, f"splits.{lang}", ("splits", lang)) for lang in langs]
-    if with_multi8:
-        units.append(Unit(PLAN, "multi8.queries", ("multi8-queries",)))
     units += [Unit(PLAN, f"docs.{lang}", ("docs", lang)) for lang in sorted(langs, key=lambda lang: -by_lang[lang].docs)]
+    units += [Unit(EVAL, f"eval.{lang}", ("eval", by_lang[lang], tuple(other for other in langs if other != lang))) for lang in langs]
+    if with_multi8:
+        units.append(Unit(EVAL, "multi8.eval", ("multi8-eval",)))
+    units.append(Unit(KEYS, "keys", ("keys", tuple(langs), with_multi8)))
     directions = [(src, tgt) for src in langs for tgt in langs if src != tgt]
     units += [Unit(DIRECTIONS, f"bi139.{src}.{tgt}", ("bi139", by_lang[src], by_lang[tgt])) for src, tgt in sorted(directions, key=lambda d: -by_lang[d[0]].docs)]
     if with_multi8:
@@ -89,9 +101,15 @@ class WriteRelease(beam.PTransform):
     def expand(self, units):
         return (
             units
-            # Assign every query its split and order, choose the MULTI-8 queries, write DOCS.
+            # Give every query its eval role, priority and key; write DOCS.
             | "PlanQueries" >> beam.ParDo(self._step(PLAN))
             | "WhenPlanned" >> common.Barrier()
+            # Fill the dev/test sets of every direction, and of MULTI-8.
+            | "ChooseEvalSets" >> beam.ParDo(self._step(EVAL))
+            | "WhenChosen" >> common.Barrier()
+            # Every eval key, kept out of every train set; then the MULTI-8 queries.
+            | "GatherEvalKeys" >> beam.ParDo(self._step(KEYS))
+            | "WhenGathered" >> common.Barrier()
             # Write each BI-139 direction; gather the MULTI-8 candidate lists block by block.
             | "WriteDirections" >> beam.ParDo(self._step(DIRECTIONS))
             | "WhenWritten" >> common.Barrier()

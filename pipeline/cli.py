@@ -129,7 +129,7 @@ def _print_extract_summary(result, out_dir: str) -> None:
 
 
 _BUILD_FLAGS = (
-    "dumps", "out", "work", "langs", "skip_missing", "multi_langs", "seed", "min_docs", "train_size", "eval_size", "eval_fraction", "engine", "k1", "b", "combine",
+    "dumps", "out", "work", "langs", "skip_missing", "multi_langs", "seed", "min_docs", "train_size", "eval_size", "engine", "k1", "b", "combine",
     "source", "max_bad_fraction", "base_url", "es_url", "workers", "threads", "shard_docs", "block_size",
 )
 
@@ -145,8 +145,7 @@ _BUILD_FLAGS = (
 @click.option("--seed", type=int, default=None, help="Seed of splits and filler documents [default: 13].")
 @click.option("--min-docs", type=click.IntRange(min=0), default=None, help="Drop languages with fewer documents [default: 10000].")
 @click.option("--train-size", type=click.IntRange(min=0), default=None, help="Base train queries per direction [default: 10000].")
-@click.option("--eval-size", type=click.IntRange(min=0), default=None, help="Base dev/test1/test2 queries per direction [default: 1000].")
-@click.option("--eval-fraction", type=float, default=None, help="Share of entities in each of dev, test1, test2 [default: 0.1].")
+@click.option("--eval-size", type=click.IntRange(min=0), default=None, help="dev, test1 and test2 queries per direction (a quarter each below 4x) [default: 1000].")
 @click.option("--engine", type=click.Choice(["embedded", "elasticsearch"]), default=None, help="Retrieval engine [default: embedded].")
 @click.option("--k1", type=float, default=None, help="BM25 k1 [default: 1.2].")
 @click.option("--b", type=float, default=None, help="BM25 b [default: 0.3].")

@@ -51,7 +51,6 @@ class BuildConfig:
     min_docs: int = 10_000
     train_size: int = 10_000
     eval_size: int = 1_000
-    eval_fraction: float = 0.1
     engine: str = "embedded"
     k: int = 100
     k1: float = 1.2
@@ -84,8 +83,6 @@ class BuildConfig:
         for name in ("shard_docs", "block_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1")
-        if not 0 < self.eval_fraction < 1 / 3:
-            raise ConfigError(f"eval_fraction must be in (0, 1/3), got {self.eval_fraction}")
         if not 0 <= self.b <= 1 or self.k1 < 0:
             raise ConfigError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={self.k1}, b={self.b}")
         return self

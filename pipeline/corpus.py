@@ -67,6 +67,15 @@ class WorkDirs:
     def query_splits_file(self, lang: str) -> str:
         return fileio.join(self.stage("release"), "_splits", f"{lang}.parquet")
 
+    def eval_picks_file(self, src: str) -> str:
+        return fileio.join(self.stage("release"), "_eval", f"{src}.parquet")
+
+    def eval_keys_file(self) -> str:
+        return fileio.join(self.stage("release"), "_eval", "keys.npy")
+
+    def multi8_eval_file(self) -> str:
+        return fileio.join(self.stage("release"), "_multi8", "eval.parquet")
+
     def multi8_queries_file(self) -> str:
         return fileio.join(self.stage("release"), "_multi8", "queries.parquet")
 

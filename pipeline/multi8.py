@@ -7,10 +7,11 @@ aligned: every file of a split lists the same entities in the same order.
 
 Three kinds of units, each holding at most one language's numbers per document:
 
-- ``choose_queries`` (one unit): the entities all 8 languages share, their split
-  and order (the same seeded hash as BI-139), the ``train_size`` / ``eval_size``
-  chosen per split, and each one's article (position, page id, title) in every
-  language, written to ``release/_multi8/queries.parquet``;
+- ``choose_eval`` (one unit, beside BI-139's eval sets): the dev/test entities among
+  those all 8 languages share, by the same roles and priorities as BI-139 queries;
+- ``choose_queries`` (one unit, once every eval key is known): the train entities
+  (none held by any eval set), each split in one seeded order, and each one's article
+  (position, page id, title) in every language, in ``release/_multi8/queries.parquet``;
 - ``gather_lists`` (one unit per block of a target language's queries): the labels
   of the chosen queries in that block;
 - ``write_target`` (one unit per target language Y): the 7 x 4 files with Y documents.
@@ -28,10 +29,10 @@ from clirmatrix.pipeline import fileio, layout
 from clirmatrix.pipeline.corpus import NO_ENTITY, WorkDirs, catalog_numbers, iter_catalog
 from clirmatrix.pipeline.parquet_io import read_table, write_table
 from clirmatrix.pipeline.release import ReleaseSettings, RenderedResults, describe_files, base_candidates, judged, query_groups, query_prefix, release_order
-from clirmatrix.pipeline.splits import assign, choose, query_key, seeded_rng
+from clirmatrix.pipeline.splits import EVAL_INDICES, NOT_CHOSEN, TRAIN, assign, eval_sets, in_sorted, lowest, query_key, read_eval_keys, seeded_rng
 from clirmatrix.pipeline.units import LanguagePlan
 from clirmatrix.pipeline.writers import gzip_lines
-from clirmatrix.schemas import LABELS, MULTI8_QUERIES
+from clirmatrix.schemas import EVAL_PICKS, LABELS, MULTI8_QUERIES
 
 
 def shared_entities(work: WorkDirs, langs: Sequence[str]) -> np.ndarray:
@@ -64,30 +65,57 @@ def _articles(work: WorkDirs, lang: str, entities: np.ndarray) -> tuple[np.ndarr
     return positions, page_ids, titles
 
 
-def choose_queries(work_root: str, settings: ReleaseSettings) -> dict:
-    """The one unit of the first step: which entities each split asks about, and their articles."""
+def _shared_keys(work: WorkDirs, settings: ReleaseSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(entity numbers all 8 languages share, and their eval roles, priorities and keys), by the same hashes as BI-139 queries."""
+    shared = shared_entities(work, list(settings.multi_langs))
+    role, priority, identity = assign([query_key("", "", f"Q{number}") for number in shared.tolist()], settings.splits)
+    return shared, role, priority, identity
+
+
+def choose_eval(work_root: str, settings: ReleaseSettings) -> dict:
+    """One unit of the eval step: MULTI-8's dev, test1 and test2 entities (``release/_multi8/eval.parquet``)."""
     work = WorkDirs(work_root)
-    langs = list(settings.multi_langs)
-    shared = shared_entities(work, langs)
-    # Split and order by the same key as BI-139 queries; files list entities in the order of their names.
-    names = sorted(f"Q{number}" for number in shared.tolist())
-    split_of, order = assign([query_key("", "", name) for name in names], settings.splits)
+    shared, role, priority, identity = _shared_keys(work, settings)
+    chosen = eval_sets(role, priority, settings.splits.eval_size)
+    picked = np.flatnonzero(chosen != NOT_CHOSEN)
+    table = pa.table(
+        [pa.array([""] * len(picked), pa.string()), pa.array(shared[picked].astype(np.int32)), pa.array(chosen[picked]), pa.array(identity[picked])],
+        schema=EVAL_PICKS,
+    )
+    write_table(work.multi8_eval_file(), table, EVAL_PICKS)
+    return {"unit": "multi8.eval", "entities": len(shared), "eval": {layout.SPLITS[i]: int((chosen == i).sum()) for i in EVAL_INDICES}}
+
+
+def choose_queries(work_root: str, settings: ReleaseSettings) -> dict:
+    """One unit, once every eval key is known: the entities of each split in one seeded order, and their articles.
+
+    Eval sets as ``choose_eval`` picked them; train the ``train_size`` lowest-priority of
+    the rest that no eval set anywhere holds. Files list a split's entities by priority.
+    """
+    work = WorkDirs(work_root)
+    shared, _, priority, identity = _shared_keys(work, settings)
+    picks = read_table([work.multi8_eval_file()], EVAL_PICKS)
+    split_of = np.full(len(shared), NOT_CHOSEN, dtype=np.int8)
+    split_of[np.searchsorted(shared, picks.column("query").to_numpy())] = picks.column("split").to_numpy()
+    free = np.flatnonzero((split_of == NOT_CHOSEN) & ~in_sorted(identity, read_eval_keys(work)))
+    split_of[lowest(priority, free, settings.splits.train_size)] = TRAIN
     rows: dict[str, list] = {name: [] for name in MULTI8_QUERIES.names}
     per_split = {}
     chosen_all = []
-    for split in layout.SPLITS:
-        chosen = choose(split_of, order, np.arange(len(names)), split, settings.splits.size_of(split))
-        per_split[split] = len(chosen)
-        chosen_all += [(layout.SPLITS.index(split), rank, int(names[index][1:])) for rank, index in enumerate(chosen.tolist())]
+    for split_index, split in enumerate(layout.SPLITS):
+        members = np.flatnonzero(split_of == split_index)
+        members = members[np.argsort(priority[members], kind="stable")]
+        per_split[split] = len(members)
+        chosen_all += [(split_index, rank, int(shared[index])) for rank, index in enumerate(members.tolist())]
     entities = np.array([entity for _, _, entity in chosen_all], dtype=np.int64)
-    for lang in langs:
+    for lang in settings.multi_langs:
         positions, page_ids, titles = _articles(work, lang, entities)
         for (split, rank, entity), position, page_id, title in zip(chosen_all, positions.tolist(), page_ids.tolist(), titles):
             for name, value in zip(MULTI8_QUERIES.names, (split, rank, entity, lang, position, page_id, title)):
                 rows[name].append(value)
     table = pa.table([pa.array(rows[field.name], field.type) for field in MULTI8_QUERIES], schema=MULTI8_QUERIES)
     write_table(work.multi8_queries_file(), table.sort_by([("split", "ascending"), ("rank", "ascending"), ("lang", "ascending")]), MULTI8_QUERIES)
-    return {"unit": "multi8.queries", "entities": len(names), "queries": per_split}
+    return {"unit": "multi8.queries", "entities": len(shared), "queries": per_split}
 
 
 def _chosen(work: WorkDirs, lang: str) -> pa.Table:

@@ -4,8 +4,10 @@ Units of work, each bounded by a block of queries or a stream of documents:
 
 - ``write_direction``: one BI-139 direction X -> Y, its full and base files of the
   four splits. It streams X's blocks of propagated labels in query order and holds
-  only numbers per document besides one block: each of X's queries' split and
-  order (``splits.write_query_splits``), Y's page ids, and the direction's queries.
+  only numbers per document besides one block: each of X's queries' priority and
+  key (``splits.write_query_splits``), the direction's eval sets
+  (``splits.write_eval_picks``), every eval key of the build, Y's page ids, and the
+  direction's queries.
 - ``write_docs``: ``DOCS/{lang}.tsv.gz`` and ``DOCS-FULL/{lang}.tsv.gz``, streamed.
 - ``write_index``: ``downloads.json.gz`` from what the units reported.
 
@@ -26,6 +28,7 @@ from pathlib import Path
 import numba
 import numpy as np
 import orjson
+import pyarrow.compute as pc
 
 from clirmatrix.pipeline import fileio, layout
 from clirmatrix.pipeline.corpus import WorkDirs, catalog_numbers, iter_docs, read_catalog
@@ -33,10 +36,10 @@ from clirmatrix.pipeline.fileio import atomic_create
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.parquet_io import read_table
 from clirmatrix.pipeline.propagation import group_bounds
-from clirmatrix.pipeline.splits import SplitSettings, choose, seeded_rng
+from clirmatrix.pipeline.splits import SplitSettings, direction_queries, direction_splits, read_eval_keys, seeded_rng
 from clirmatrix.pipeline.units import LanguagePlan
 from clirmatrix.pipeline.writers import SortedLines, WrittenFile, docs_text, filler, gzip_lines
-from clirmatrix.schemas import PROPAGATED, QUERY_SPLITS
+from clirmatrix.schemas import EVAL_PICKS, PROPAGATED, QUERY_SPLITS
 
 
 @dataclass(frozen=True)
@@ -199,19 +202,15 @@ def judged(label: np.ndarray, groups: np.ndarray, limit: int | None = None) -> t
 # --- BI-139 ---------------------------------------------------------------------------------------
 
 
-def direction_queries(work: WorkDirs, src: LanguagePlan, tgt: str) -> np.ndarray:
-    """The queries of X -> Y (those with a label in Y), ascending: every block's query column."""
-    parts = [np.unique(read_table([work.propagated_file(src.lang, tgt, block)], PROPAGATED, ["query"]).column("query").to_numpy()) for block in range(src.blocks)]
-    return np.concatenate(parts) if parts else np.zeros(0, np.int32)
-
-
 def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: LanguagePlan, settings: ReleaseSettings) -> dict:
     """One unit: BI-139 full and base files of X -> Y for every split, streamed block by block."""
     work = WorkDirs(work_root)
-    splits = read_table([work.query_splits_file(src.lang)], QUERY_SPLITS)
-    split_of, order = splits.column("split").to_numpy(), splits.column("order").to_numpy()
-    queries = direction_queries(work, src, tgt.lang)
-    base = [choose(split_of, order, queries, split, settings.splits.size_of(split)) for split in layout.SPLITS]
+    splits = read_table([work.query_splits_file(src.lang)], QUERY_SPLITS, ["order", "key"])
+    priority, identity = splits.column("order").to_numpy(), splits.column("key").to_numpy()
+    queries = direction_queries(work, src.lang, tgt.lang, src.blocks)
+    picks = read_table([work.eval_picks_file(src.lang)], EVAL_PICKS)
+    picks = picks.filter(pc.equal(picks.column("tgt"), tgt.lang))
+    split_of, base_of = direction_splits(queries, picks, identity, priority, read_eval_keys(work), settings.splits.train_size)
     rngs = [seeded_rng(settings.splits.seed, "fill", f"{src.lang}.{tgt.lang}.{split}") for split in layout.SPLITS]
     tgt_ids = catalog_numbers(work, tgt.lang, "page_id")
     k = settings.candidates
@@ -235,11 +234,9 @@ def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: Langu
             catalog = read_catalog(work, src.lang, ["page_id", "title"], first_position, int(firsts[-1]) + 1)
             page_ids, titles = catalog.column("page_id").to_numpy(), catalog.column("title").to_pylist()
             prefixes = [query_prefix(int(page_ids[q - first_position]), titles[q - first_position]) for q in firsts.tolist()]
-            query_split = split_of[firsts]
+            at = np.searchsorted(queries, firsts)
+            query_split, in_base = split_of[at], base_of[at]  # NOT_CHOSEN: in another direction's eval sets, so in no file here
             full_ge1, full_ge4 = judged(label, groups)
-            in_base = np.zeros(len(firsts), dtype=bool)
-            for split, chosen in enumerate(base):
-                in_base |= (query_split == split) & np.isin(firsts, chosen)
             picked = np.flatnonzero(in_base)
             base_ge1, base_ge4 = judged(label, groups, k)
             picks = [(j, doc[groups[j] : groups[j + 1]], rngs[query_split[j]]) for j in picked.tolist()]

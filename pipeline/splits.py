@@ -1,46 +1,52 @@
-"""Train/dev/test assignment, once per entity for the whole build (PIPELINE.md sections 7-8).
+"""Train/dev/test sets of every direction, as the release sizes them and without leakage (PIPELINE.md sections 7-8).
 
-**[ours]** Every entity gets one split from a seeded hash, the same in every
-direction and language, so a test query of one direction can never be a train
-or dev query of another, even through a translation of its title. A query
-whose article has no entity is assigned by a seeded hash of (language, page id).
-A second seeded hash orders the queries of a split; base and MULTI-8 take the
-first ``train_size`` / ``eval_size`` of that order, so the same entities are
-chosen in every direction where they exist.
+Sizes, as the release (dissertation 7.2.4): per direction, dev, test1 and test2 hold
+``eval_size`` queries each whenever the direction has at least 4 x ``eval_size``
+queries; a smaller direction splits what it has evenly across the three and train.
+BI-139 base train takes up to ``train_size`` of the rest, full train all the rest; base
+and full share their dev and test sets.
+
+**[ours]** No leakage, across every direction and language: every query key (its
+Wikidata entity, or its language and page id without one) has one seeded priority and
+one eval role (dev, test1 or test2, by a second hash) for the whole build. Each
+direction fills each eval set with its lowest-priority queries of that role, and a key
+in any direction's (or MULTI-8's) eval sets is in no train set anywhere. So a test
+query of one direction is never a train or dev query of another, even through a
+translation of its title; a key may sit in the same eval set of several directions.
+
+Units: ``write_query_splits`` (per language: each query's role, priority and key),
+``write_eval_picks`` (per query language: each direction's eval sets),
+``write_eval_keys`` (once: the union of every eval key, sorted).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
+from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.corpus import WorkDirs, iter_catalog
-from clirmatrix.pipeline.layout import SPLITS
-from clirmatrix.pipeline.parquet_io import ParquetSink
-from clirmatrix.schemas import QUERY_SPLITS
+from clirmatrix.pipeline.layout import EVAL_SPLITS, SPLITS
+from clirmatrix.pipeline.parquet_io import ParquetSink, read_table, write_table
+from clirmatrix.schemas import EVAL_PICKS, PROPAGATED, QUERY_SPLITS
 
-_SCALE = float(1 << 64)
+TRAIN = SPLITS.index("train")
+EVAL_INDICES = tuple(SPLITS.index(split) for split in EVAL_SPLITS)
+NOT_CHOSEN = -1
 
 
 @dataclass(frozen=True)
 class SplitSettings:
-    """How queries are divided; ``eval_fraction`` is the share of entities in each of dev, test1, test2."""
+    """How many queries each set of a direction takes, and the seed of who they are."""
 
     seed: int = 13
-    eval_fraction: float = 0.1
     train_size: int = 10_000
     eval_size: int = 1_000
-
-    def __post_init__(self) -> None:
-        if not 0 < self.eval_fraction < 1 / 3:
-            raise ValueError(f"eval_fraction must be in (0, 1/3), got {self.eval_fraction}")
-
-    def size_of(self, split: str) -> int:
-        return self.train_size if split == "train" else self.eval_size
 
 
 def query_key(lang: str, doc_id: str, entity: str | None) -> str:
@@ -58,29 +64,40 @@ def seeded_rng(seed: int, purpose: str, key: str) -> np.random.Generator:
     return np.random.default_rng(_hash64(seed, purpose, key))
 
 
-def assign(keys: Sequence[str], settings: SplitSettings) -> tuple[np.ndarray, np.ndarray]:
-    """(split index into ``SPLITS``, order key) per query key; both depend only on the key and the seed."""
-    split = np.empty(len(keys), dtype=np.int8)
-    order = np.empty(len(keys), dtype=np.uint64)
-    edges = np.array([settings.eval_fraction * i for i in (1, 2, 3)])  # dev, test1, test2, then train
+def assign(keys: Sequence[str], settings: SplitSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(eval role as an index into ``SPLITS``, priority, identity) per query key; each depends only on the key (and the seed)."""
+    role = np.empty(len(keys), dtype=np.int8)
+    priority = np.empty(len(keys), dtype=np.uint64)
+    identity = np.empty(len(keys), dtype=np.uint64)
     for i, key in enumerate(keys):
-        u = _hash64(settings.seed, "split", key) / _SCALE
-        bucket = int(np.searchsorted(edges, u, side="right"))
-        split[i] = SPLITS.index(("dev", "test1", "test2", "train")[bucket])
-        order[i] = _hash64(settings.seed, "order", key)
-    return split, order
+        role[i] = EVAL_INDICES[_hash64(settings.seed, "role", key) % len(EVAL_INDICES)]
+        priority[i] = _hash64(settings.seed, "order", key)
+        identity[i] = _hash64(0, "key", key)  # seed-free: the same key is the same query in every build
+    return role, priority, identity
 
 
-def choose(split_of: np.ndarray, order: np.ndarray, candidates: np.ndarray, split: str, size: int) -> np.ndarray:
-    """The first ``size`` of ``candidates`` (query positions) in ``split`` by seeded order, returned sorted."""
-    mask = split_of[candidates] == SPLITS.index(split)
-    pool = candidates[mask]
-    chosen = pool[np.argsort(order[pool], kind="stable")[:size]]
-    return np.sort(chosen)
+def eval_sets(role: np.ndarray, priority: np.ndarray, eval_size: int) -> np.ndarray:
+    """Per query of one direction (or of MULTI-8): the index into ``SPLITS`` of the eval set it joins, or ``NOT_CHOSEN``.
+
+    ``eval_size`` each when there are at least 4 x ``eval_size`` queries, else a quarter
+    each; within a role, the lowest priorities first (fewer if the role has fewer).
+    """
+    per_set = eval_size if len(role) >= 4 * eval_size else len(role) // 4
+    chosen = np.full(len(role), NOT_CHOSEN, dtype=np.int8)
+    for split in EVAL_INDICES:
+        candidates = np.flatnonzero(role == split)
+        picked = candidates[np.argsort(priority[candidates], kind="stable")[:per_set]]
+        chosen[picked] = split
+    return chosen
+
+
+def lowest(priority: np.ndarray, candidates: np.ndarray, size: int) -> np.ndarray:
+    """The ``size`` candidates (positions) of lowest priority, returned sorted."""
+    return np.sort(candidates[np.argsort(priority[candidates], kind="stable")[:size]])
 
 
 def write_query_splits(work_root: str, lang: str, settings: SplitSettings) -> dict:
-    """One unit per language: the split and seeded order of each of its queries (``release/_splits/{lang}.parquet``)."""
+    """One unit per language: the role, priority and key of each of its queries (``release/_splits/{lang}.parquet``)."""
     work = WorkDirs(work_root)
     counts = np.zeros(len(SPLITS), dtype=np.int64)
     with ParquetSink(work.query_splits_file(lang), QUERY_SPLITS) as sink:
@@ -89,7 +106,74 @@ def write_query_splits(work_root: str, lang: str, settings: SplitSettings) -> di
                 query_key(lang, str(page_id), f"Q{entity}" if entity is not None else None)
                 for page_id, entity in zip(batch.column("page_id").to_pylist(), batch.column("entity").to_pylist())
             ]
-            split, order = assign(keys, settings)
-            counts += np.bincount(split, minlength=len(SPLITS))
-            sink.add_rows(pa.table([pa.array(split), pa.array(order)], schema=QUERY_SPLITS))
-    return {"lang": lang, "queries": {name: int(counts[i]) for i, name in enumerate(SPLITS)}}
+            role, priority, identity = assign(keys, settings)
+            counts += np.bincount(role, minlength=len(SPLITS))
+            sink.add_rows(pa.table([pa.array(role), pa.array(priority), pa.array(identity)], schema=QUERY_SPLITS))
+    return {"lang": lang, "roles": {SPLITS[i]: int(counts[i]) for i in EVAL_INDICES}}
+
+
+def direction_queries(work: WorkDirs, src: str, tgt: str, blocks: int) -> np.ndarray:
+    """The queries of X -> Y (those with a label in Y), ascending: every block's query column."""
+    parts = [np.unique(read_table([work.propagated_file(src, tgt, block)], PROPAGATED, ["query"]).column("query").to_numpy()) for block in range(blocks)]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int32)
+
+
+def write_eval_picks(work_root: str, src: str, blocks: int, targets: Sequence[str], settings: SplitSettings) -> dict:
+    """One unit per query language X: the dev/test1/test2 queries of every direction X -> Y (``release/_eval/{X}.parquet``).
+
+    Holds X's roles and priorities and one direction's queries at a time.
+    """
+    work = WorkDirs(work_root)
+    splits = read_table([work.query_splits_file(src)], QUERY_SPLITS)
+    role, priority, identity = (splits.column(name).to_numpy() for name in ("role", "order", "key"))
+    parts, sizes = [], {}
+    for tgt in targets:
+        queries = direction_queries(work, src, tgt, blocks)
+        chosen = eval_sets(role[queries], priority[queries], settings.eval_size)
+        picked = np.flatnonzero(chosen != NOT_CHOSEN)
+        parts.append(pa.table(
+            [pa.array([tgt] * len(picked), pa.string()), pa.array(queries[picked].astype(np.int32)), pa.array(chosen[picked]), pa.array(identity[queries[picked]])],
+            schema=EVAL_PICKS,
+        ))  # fmt: skip
+        sizes[tgt] = {"queries": len(queries), "eval_each": int((chosen == EVAL_INDICES[0]).sum())}
+    write_table(work.eval_picks_file(src), pa.concat_tables(parts) if parts else EVAL_PICKS.empty_table(), EVAL_PICKS)
+    return {"lang": src, "directions": sizes}
+
+
+def write_eval_keys(work_root: str, pick_files: Sequence[str]) -> int:
+    """The union of the keys of every eval set (``release/_eval/keys.npy``, sorted); returns how many."""
+    work = WorkDirs(work_root)
+    keys = [read_table([path], EVAL_PICKS, ["key"]).column("key").to_numpy() for path in pick_files]
+    union = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.uint64)
+    buffer = io.BytesIO()
+    np.save(buffer, union.astype(np.uint64))
+    fileio.write_bytes(work.eval_keys_file(), buffer.getvalue())
+    return len(union)
+
+
+def read_eval_keys(work: WorkDirs) -> np.ndarray:
+    """The sorted keys no train set may hold."""
+    with fileio.open_raw(work.eval_keys_file()) as handle:
+        return np.load(io.BytesIO(handle.read()))
+
+
+def in_sorted(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    """Whether each value is in ``sorted_keys`` (a sorted unique array)."""
+    at = np.searchsorted(sorted_keys, values)
+    return (at < len(sorted_keys)) & (sorted_keys[np.minimum(at, len(sorted_keys) - 1)] == values) if len(sorted_keys) else np.zeros(len(values), bool)
+
+
+def direction_splits(queries: np.ndarray, picks: pa.Table, identity: np.ndarray, priority: np.ndarray, eval_keys: np.ndarray, train_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(split of each query of a direction in full, ``NOT_CHOSEN`` for a key another eval set holds; whether base holds it).
+
+    ``queries`` ascending; ``picks`` the direction's rows of ``write_eval_picks``.
+    """
+    split = np.full(len(queries), NOT_CHOSEN, dtype=np.int8)
+    at = np.searchsorted(queries, picks.column("query").to_numpy())
+    split[at] = picks.column("split").to_numpy()
+    train = (split == NOT_CHOSEN) & ~in_sorted(identity[queries], eval_keys)
+    split[train] = TRAIN
+    in_base = split != NOT_CHOSEN
+    in_base[np.flatnonzero(train)] = False
+    in_base[lowest(priority[queries], np.flatnonzero(train), train_size)] = True
+    return split, in_base

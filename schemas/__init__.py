@@ -5,6 +5,7 @@ from clirmatrix.schemas.parquet import (
     DOC_LINKS,
     DOCS,
     ENTITY_DOCS,
+    EVAL_PICKS,
     LABELS,
     LINK_SOURCES,
     MULTI8_QUERIES,
@@ -18,6 +19,6 @@ from clirmatrix.schemas.parquet import (
 )
 
 __all__ = [
-    "CATALOG", "DOC_LINKS", "DOCS", "ENTITY_DOCS", "LABELS", "LINK_SOURCES", "MULTI8_QUERIES", "PROPAGATED", "QUERY_SPLITS",
+    "CATALOG", "DOC_LINKS", "DOCS", "ENTITY_DOCS", "EVAL_PICKS", "LABELS", "LINK_SOURCES", "MULTI8_QUERIES", "PROPAGATED", "QUERY_SPLITS",
     "RETRIEVAL", "SITELINKS", "TERM_COUNTS", "SchemaMismatchError", "check",
 ]

@@ -120,10 +120,21 @@ PROPAGATED = pa.schema(
 
 QUERY_SPLITS = pa.schema(
     [
-        pa.field("split", pa.int8(), nullable=False),  # index into layout.SPLITS
-        pa.field("order", pa.uint64(), nullable=False),  # seeded order: base takes the smallest of each split
+        pa.field("role", pa.int8(), nullable=False),  # the eval set it may join: index into layout.SPLITS (dev, test1 or test2)
+        pa.field("order", pa.uint64(), nullable=False),  # seeded priority: eval and base sets take the smallest
+        pa.field("key", pa.uint64(), nullable=False),  # the query key's identity (entity, or language and page id)
     ],
-    metadata={"clirmatrix.artefact": "query_splits", "clirmatrix.schema_version": "1"},
+    metadata={"clirmatrix.artefact": "query_splits", "clirmatrix.schema_version": "2"},
+)
+
+EVAL_PICKS = pa.schema(
+    [
+        pa.field("tgt", pa.string(), nullable=False),  # the direction's document language ("" for MULTI-8)
+        pa.field("query", pa.int32(), nullable=False),  # query position in the source language (the entity for MULTI-8)
+        pa.field("split", pa.int8(), nullable=False),  # index into layout.SPLITS: dev, test1 or test2
+        pa.field("key", pa.uint64(), nullable=False),  # the query key's identity, excluded from every train set
+    ],
+    metadata={"clirmatrix.artefact": "eval_picks", "clirmatrix.schema_version": "1"},
 )
 
 MULTI8_QUERIES = pa.schema(

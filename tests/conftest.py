@@ -57,7 +57,7 @@ def build_config(dumps: Path, out: Path, **changes):
     from clirmatrix.pipeline.config import BuildConfig
 
     config = BuildConfig(
-        dumps=str(dumps), out=str(out), min_docs=100, max_bad_fraction=0.01, train_size=TRAIN, eval_size=EVAL, eval_fraction=0.15, workers=1
+        dumps=str(dumps), out=str(out), min_docs=100, max_bad_fraction=0.01, train_size=TRAIN, eval_size=EVAL, workers=1
     )
     return replace(config, **changes)
 

@@ -117,6 +117,22 @@ def test_full_holds_only_labelled_documents_and_contains_base(built):
             assert labelled.items() <= full[record["src_id"]].items()
 
 
+def test_eval_sets_have_eval_size_queries_and_full_shares_them_with_base(built):
+    out, _, _ = built
+    directions = 0
+    for src in MULTI8_LANGUAGES:
+        for tgt in (lang for lang in MULTI8_LANGUAGES if lang != src):
+            full = {split: [r["src_id"] for r in _lines(out / layout.query_file("bi139-full", src, tgt, split))] for split in layout.SPLITS}
+            base = {split: [r["src_id"] for r in _lines(out / layout.query_file("bi139-base", src, tgt, split))] for split in layout.SPLITS}
+            queries = sum(len(ids) for ids in full.values())
+            assert queries >= 4 * EVAL  # the sample's directions are all large enough for ...
+            for split in layout.EVAL_SPLITS:
+                assert len(full[split]) == EVAL and base[split] == full[split]  # ... eval_size each, the same in base and full
+            assert len(base["train"]) == min(TRAIN, len(full["train"])) and set(base["train"]) <= set(full["train"])
+            directions += 1
+    assert directions == 56
+
+
 def test_split_sizes_and_no_entity_crosses_splits(built):
     out, _, world = built
     entity_of = _entity_of(world)

@@ -9,13 +9,14 @@ import json
 import jenkspy
 import numpy as np
 import orjson
+import pyarrow as pa
 import pytest
 
 from clirmatrix.pipeline.config import ConfigError, resolve
 from clirmatrix.pipeline.labels import class_labels, query_labels
 from clirmatrix.pipeline.layout import SPLITS, parse_path, query_file
 from clirmatrix.pipeline.propagation import Labelled, propagate
-from clirmatrix.pipeline.splits import SplitSettings, assign, choose, query_key, seeded_rng
+from clirmatrix.pipeline.splits import NOT_CHOSEN, SplitSettings, assign, direction_splits, eval_sets, query_key, seeded_rng
 from clirmatrix.pipeline.release import RenderedResults, base_candidates, query_groups, query_prefix, release_order
 from clirmatrix.pipeline.writers import docs_line, gzip_lines, query_line
 
@@ -93,33 +94,52 @@ def test_a_query_with_nothing_linked_disappears():
 # --- splits ----------------------------------------------------------------------------------
 
 
-def test_an_entity_has_one_split_in_every_language():
+def test_an_entity_has_one_role_priority_and_key_in_every_language():
     settings = SplitSettings(seed=13)
     keys = [query_key(lang, "12", "Q42") for lang in ("en", "de", "zh")]
-    split, order = assign(keys, settings)
-    assert len(set(split.tolist())) == 1 and len(set(order.tolist())) == 1
+    role, priority, identity = assign(keys, settings)
+    assert len(set(role.tolist())) == len(set(priority.tolist())) == len(set(identity.tolist())) == 1
+    assert SPLITS[role[0]] in ("dev", "test1", "test2")
     assert query_key("en", "12", None) != query_key("de", "12", None)
 
 
-def test_split_shares_follow_eval_fraction_and_the_seed():
-    keys = [f"e:Q{i}" for i in range(20_000)]
-    split, _ = assign(keys, SplitSettings(seed=1, eval_fraction=0.1))
-    shares = np.bincount(split, minlength=4) / len(keys)
-    for name in ("dev", "test1", "test2"):
-        assert abs(shares[SPLITS.index(name)] - 0.1) < 0.01
-    assert abs(shares[SPLITS.index("train")] - 0.7) < 0.015
-    other, _ = assign(keys, SplitSettings(seed=2, eval_fraction=0.1))
-    assert (other != split).mean() > 0.3  # another seed, another assignment
-    again, _ = assign(keys, SplitSettings(seed=1, eval_fraction=0.1))
-    assert again.tolist() == split.tolist()
+def test_roles_are_even_and_follow_the_seed():
+    keys = [f"e:Q{i}" for i in range(30_000)]
+    role, priority, identity = assign(keys, SplitSettings(seed=1))
+    shares = np.bincount(role, minlength=len(SPLITS)) / len(keys)
+    assert all(abs(shares[SPLITS.index(name)] - 1 / 3) < 0.015 for name in ("dev", "test1", "test2"))
+    other_role, other_priority, other_identity = assign(keys, SplitSettings(seed=2))
+    assert (other_role != role).mean() > 0.5 and (other_priority != priority).all()  # another seed, other sets
+    assert (other_identity == identity).all()  # the same queries, though
 
 
-def test_choose_takes_the_first_by_seeded_order_within_the_split():
-    train, dev = SPLITS.index("train"), SPLITS.index("dev")
-    split = np.array([train, train, dev, train, train], dtype=np.int8)
-    order = np.array([50, 10, 0, 40, 20], dtype=np.uint64)
-    assert choose(split, order, np.arange(5), "train", 2).tolist() == [1, 4]
-    assert choose(split, order, np.array([0, 3]), "train", 5).tolist() == [0, 3]
+@pytest.mark.parametrize("n, each", [(4_000, 1_000), (10_000, 1_000), (3_999, 999), (10, 2), (3, 0)])
+def test_eval_sets_take_eval_size_each_from_4x_and_a_quarter_below(n, each):
+    role, priority, _ = assign([f"e:Q{i}" for i in range(n)], SplitSettings(seed=5))
+    chosen = eval_sets(role, priority, 1_000)
+    for split in ("dev", "test1", "test2"):
+        mine = np.flatnonzero(chosen == SPLITS.index(split))
+        of_role = np.flatnonzero(role == SPLITS.index(split))
+        assert len(mine) == min(each, len(of_role))
+        assert (role[mine] == SPLITS.index(split)).all()
+        if len(mine):  # the lowest priorities of the role
+            assert priority[mine].max() <= np.sort(priority[of_role])[len(mine) - 1]
+    assert (chosen == NOT_CHOSEN).sum() == n - sum((chosen == SPLITS.index(s)).sum() for s in ("dev", "test1", "test2"))
+
+
+def test_a_direction_trains_on_no_key_that_any_eval_set_holds():
+    queries = np.arange(10, 30)
+    identity = np.arange(100, dtype=np.uint64) * 7
+    priority = np.arange(100, dtype=np.uint64)[::-1].copy()  # higher positions first
+    picks = pa.table({"tgt": ["de"] * 2, "query": np.array([12, 20], np.int32), "split": np.array([1, 2], np.int8), "key": identity[[12, 20]]})
+    elsewhere = np.sort(identity[[15, 16, 99]])  # held by the eval sets of other directions
+    split, in_base = direction_splits(queries, picks, identity, priority, np.unique(np.r_[elsewhere, identity[[12, 20]]]), train_size=5)
+    assert split[queries.tolist().index(12)] == 1 and split[queries.tolist().index(20)] == 2
+    assert split[queries.tolist().index(15)] == split[queries.tolist().index(16)] == NOT_CHOSEN
+    train = queries[split == SPLITS.index("train")]
+    assert len(train) == 20 - 4 and not set(train.tolist()) & {12, 15, 16, 20}
+    assert queries[in_base & (split == SPLITS.index("train"))].tolist() == [25, 26, 27, 28, 29]  # the 5 lowest priorities
+    assert in_base[split == 1].all() and in_base[split == 2].all()  # base and full share their eval sets
 
 
 # --- writers ----------------------------------------------------------------------------------

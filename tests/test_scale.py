@@ -193,7 +193,7 @@ def test_write_composite_and_count_composite(work_copy, built, tmp_path):
     from clirmatrix.pipeline.units import Unit
 
     out, result, _ = built
-    settings = ReleaseSettings(SplitSettings(eval_fraction=0.15, train_size=TRAIN, eval_size=EVAL))
+    settings = ReleaseSettings(SplitSettings(train_size=TRAIN, eval_size=EVAL))
     plans = language_plans(result.summaries["propagate"])
     again = tmp_path / "again"
     shutil.rmtree(work_copy / "release")
@@ -353,7 +353,7 @@ def _executed(address: str) -> dict[str, int]:
 
 def _cli_build(cwd: Path, dumps: str, out: str, *extra: str) -> None:
     command = [sys.executable, "-m", "clirmatrix.pipeline.cli", "build", "--dumps", dumps, "--out", out, "--min-docs", "100", "--max-bad-fraction", "0.01"]
-    command += ["--train-size", str(TRAIN), "--eval-size", str(EVAL), "--eval-fraction", "0.15", *extra]
+    command += ["--train-size", str(TRAIN), "--eval-size", str(EVAL), *extra]
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr and "apitools" not in done.stderr
