@@ -35,13 +35,13 @@ from clirmatrix.beam_jobs.link_entities import run_link_entities
 from clirmatrix.beam_jobs.propagate import run_propagate
 from clirmatrix.beam_jobs.retrieve import run_retrieve
 from clirmatrix.beam_jobs.stages import StageLog
-from clirmatrix.pipeline.fingerprint import fingerprint
 from clirmatrix.beam_jobs.stats import counted_while_writing, run_stats
 from clirmatrix.beam_jobs.write_release import run_write_release
 from clirmatrix.pipeline import fileio, layout
 from clirmatrix.pipeline.config import BuildConfig, as_dict, resolve
 from clirmatrix.pipeline.corpus import WorkDirs
 from clirmatrix.pipeline.engines.base import Bm25Settings
+from clirmatrix.pipeline.fingerprint import fingerprint
 from clirmatrix.pipeline.localio import md5_of
 from clirmatrix.pipeline.release import ReleaseSettings
 from clirmatrix.pipeline.retrieval import RetrievalSettings, check_engine

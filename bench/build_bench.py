@@ -36,7 +36,6 @@ from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.sample import write_sample_dumps
 
-
 _ONE_BUILD = """
 import json, resource, sys, time
 from dataclasses import replace

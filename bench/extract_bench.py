@@ -180,7 +180,7 @@ def main() -> None:
 
     results, cpu, steady, fixed, cores = {}, {}, {}, {}, {}
     for name, opener in BASELINES.items():
-        seconds, cpu[name] = median_run(args.runs, lambda: baseline(paths, opener))
+        seconds, cpu[name] = median_run(args.runs, lambda opener=opener: baseline(paths, opener))
         results[name], cores[name] = args.docs / seconds, 1
 
     settings = DocsSettings(min_docs=1)
@@ -189,7 +189,7 @@ def main() -> None:
     for name, workers, mode in jobs:
         beam_args = ["--runner=FnApiRunner", f"--direct_num_workers={workers}", f"--direct_running_mode={mode}"] if mode else []
 
-        def job(dumps=found.docs, target=out / name, expected=args.docs) -> None:
+        def job(dumps=found.docs, target=out / name, expected=args.docs, beam_args=beam_args, workers=workers) -> None:
             summary = run_extract_docs(dumps, str(target), settings, beam_args=beam_args, workers=workers)
             assert summary["languages"]["en"]["docs"] == expected
 
@@ -206,7 +206,11 @@ def main() -> None:
     docs_mb = sum(p.stat().st_size for p in outputs[0]) / 1e6
 
     wikidata_seconds = {}
-    for label, langs, prefilter in () if args.no_wikidata else (("1 language, pre-filter", ["sv"], True), ("1 language, full parse", ["sv"], False), ("8 languages, pre-filter", ["ar", "de", "en", "es", "fr", "ja", "ru", "zh"], True)):
+    wikidata_runs = (
+        ("1 language, pre-filter", ["sv"], True), ("1 language, full parse", ["sv"], False),
+        ("8 languages, pre-filter", ["ar", "de", "en", "es", "fr", "ja", "ru", "zh"], True),
+    )
+    for label, langs, prefilter in () if args.no_wikidata else wikidata_runs:
         start = time.perf_counter()
         run_extract_sitelinks([str(wikidata)], langs, str(out / "sitelinks"), prefilter=prefilter, workers=1)
         wikidata_seconds[label] = time.perf_counter() - start
@@ -238,7 +242,11 @@ def main() -> None:
         for label, seconds in wikidata_seconds.items():
             print(f"  {label:30} {args.entities / seconds:10,.0f} entities/s")
     print(f"\npeak RSS of the driver process: {peak_mb:,.0f} MB (python {sys.version.split()[0]})")
-    (out / "results.json").write_text(json.dumps({"docs": args.docs, "parts": args.parts, "docs_per_s": results, "cpu_seconds": cpu, "steady_docs_per_s": steady, "fixed_seconds": fixed, "docs_parquet_mb": docs_mb, "wikidata_seconds": wikidata_seconds, "peak_rss_mb": peak_mb}, indent=2))
+    record = {
+        "docs": args.docs, "parts": args.parts, "docs_per_s": results, "cpu_seconds": cpu, "steady_docs_per_s": steady, "fixed_seconds": fixed,
+        "docs_parquet_mb": docs_mb, "wikidata_seconds": wikidata_seconds, "peak_rss_mb": peak_mb,
+    }
+    (out / "results.json").write_text(json.dumps(record, indent=2))
 
 
 if __name__ == "__main__":

@@ -179,7 +179,7 @@ class LuceneSide:
         self._query_file.unlink(missing_ok=True)
         self._log.close()
 
-    def __enter__(self) -> "LuceneSide":
+    def __enter__(self) -> LuceneSide:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:

@@ -75,7 +75,7 @@ class StageWatch(logging.Handler):
     stage's own memory, not what a worker kept from the stage before.
     """
 
-    def __init__(self, cluster: "DaskCluster") -> None:
+    def __init__(self, cluster: DaskCluster) -> None:
         super().__init__(level=logging.INFO)
         self.cluster = cluster
         self.pids: list[int] = []  # the driver first, then the workers

@@ -100,7 +100,10 @@ def main() -> None:
         line = subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
         result = {"size": options.size, **json.loads(line)}
         results.append(result)
-        print(f"{model:>14}  {result['examples_per_s']:>8.1f} examples/s  {result['seconds_per_step']:.3f} s/step  peak RSS {result['peak_rss_mb']:.0f} MB  ({result['device']}, {result['threads']} threads, batch {options.batch_size}, length {options.max_len})")
+        print(
+            f"{model:>14}  {result['examples_per_s']:>8.1f} examples/s  {result['seconds_per_step']:.3f} s/step  peak RSS {result['peak_rss_mb']:.0f} MB  "
+            f"({result['device']}, {result['threads']} threads, batch {options.batch_size}, length {options.max_len})"
+        )
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"train_bench_{options.size}.json").write_text(json.dumps(results, indent=2) + "\n")
 

@@ -84,7 +84,7 @@ class TrainArguments:
     bf16: bool = _help("bf16 autocast on CUDA (ignored on CPU)", True)
     overwrite: bool = _help("start over in a run directory that already holds another run", False)
 
-    def resolved(self) -> "TrainArguments":
+    def resolved(self) -> TrainArguments:
         """A copy with every ``None`` replaced by the model's default; checks the model name."""
         if self.model not in MODELS:
             raise InvalidInputError(f"unknown model {self.model!r}; expected one of {', '.join(MODELS)}")
@@ -103,7 +103,7 @@ class TrainArguments:
             out.write(json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True).encode() + b"\n")
 
     @classmethod
-    def load(cls, path: str | Path) -> "TrainArguments":
+    def load(cls, path: str | Path) -> TrainArguments:
         values = json.loads(Path(path).read_text())
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)

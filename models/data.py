@@ -42,8 +42,8 @@ from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.jsonl import iter_lines, iter_queries, parse_query
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.loader import QuerySplit, documents
-from clirmatrix.pipeline.truncate import CLOSERS
 from clirmatrix.pipeline.localio import atomic_write
+from clirmatrix.pipeline.truncate import CLOSERS
 
 try:  # POSIX; elsewhere concurrent builders each build and the last os.replace wins
     import fcntl

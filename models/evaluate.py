@@ -36,8 +36,8 @@ from clirmatrix.models.recipes.base import Recipe, resolve_directions
 from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.errors import InvalidInputError, MissingInputError
 from clirmatrix.pipeline.jsonl import QueryRecord, iter_queries
-from clirmatrix.pipeline.loader import QuerySplit
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
+from clirmatrix.pipeline.loader import QuerySplit
 
 LOG = logging.getLogger("clirmatrix")
 QUERIES_PER_BATCH = 8

@@ -21,7 +21,7 @@ from clirmatrix.models.arguments import TrainArguments
 from clirmatrix.models.evaluate import BACKBONE, dev_score
 from clirmatrix.models.modeling.encoder import check_model_dir, save_backbone_files
 from clirmatrix.models.recipes import recipe_class
-from clirmatrix.models.trainer import BEST, TrainState, Trainer
+from clirmatrix.models.trainer import BEST, Trainer, TrainState
 from clirmatrix.pipeline.errors import InvalidInputError
 
 ARGS = "args.json"

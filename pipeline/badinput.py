@@ -82,7 +82,7 @@ class FileReport:
         }
 
     @classmethod
-    def from_dict(cls, value: dict) -> "FileReport":
+    def from_dict(cls, value: dict) -> FileReport:
         return cls(
             file=value["file"],
             lang=value.get("lang", ""),

@@ -17,11 +17,11 @@ comma-separated strings. Example ``build.toml``::
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+import tomllib
 import yaml
 
 from clirmatrix.pipeline.errors import InvalidInputError
@@ -70,7 +70,7 @@ class BuildConfig:
     def work_dir(self) -> str:
         return self.work or f"{self.out.rstrip('/')}/.work"
 
-    def check(self) -> "BuildConfig":
+    def check(self) -> BuildConfig:
         """Raise ConfigError for values no stage could use."""
         if not self.dumps or not self.out:
             raise ConfigError("both --dumps and --out are required (as flags or in the config file)")

@@ -21,10 +21,10 @@ import posixpath
 import time
 import urllib.error
 import urllib.request
-from urllib.parse import urlparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 
 import orjson
 

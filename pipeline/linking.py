@@ -88,7 +88,7 @@ class _Spill:
         self._stack = contextlib.ExitStack()
         self.sinks: list[ParquetSink] = []
 
-    def __enter__(self) -> "_Spill":
+    def __enter__(self) -> _Spill:
         self.sinks = [self._stack.enter_context(ParquetSink(path, self.schema)) for path in self.paths]
         return self
 

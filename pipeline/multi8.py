@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from clirmatrix.pipeline import fileio, layout
 from clirmatrix.pipeline.corpus import NO_ENTITY, WorkDirs, catalog_numbers, iter_catalog
 from clirmatrix.pipeline.parquet_io import read_table, write_table
-from clirmatrix.pipeline.release import ReleaseSettings, RenderedResults, describe_files, base_candidates, judged, query_groups, query_prefix, release_order
+from clirmatrix.pipeline.release import ReleaseSettings, RenderedResults, base_candidates, describe_files, judged, query_groups, query_prefix, release_order
 from clirmatrix.pipeline.splits import EVAL_INDICES, NOT_CHOSEN, TRAIN, assign, eval_sets, in_sorted, lowest, query_key, read_eval_keys, seeded_rng
 from clirmatrix.pipeline.units import LanguagePlan
 from clirmatrix.pipeline.writers import gzip_lines

@@ -69,7 +69,7 @@ class ParquetSink:
         self._stack = contextlib.ExitStack()
         self._writer: pq.ParquetWriter | None = None
 
-    def __enter__(self) -> "ParquetSink":
+    def __enter__(self) -> ParquetSink:
         handle = self._stack.enter_context(atomic_create(self.path))
         self._writer = self._stack.enter_context(open_writer(handle, self.schema))
         return self
@@ -185,8 +185,7 @@ def iter_row_range(
                         return
                     continue
                 table = parquet.read_row_group(group, columns=list(columns)).slice(low, high - low)
-                for batch in table.to_batches(max_chunksize=batch_rows):
-                    yield batch
+                yield from table.to_batches(max_chunksize=batch_rows)
 
 
 def read_row_range(paths: Sequence[str], schema: pa.Schema, columns: Sequence[str], start: int = 0, stop: int | None = None) -> pa.Table:

@@ -61,7 +61,7 @@ WORDS_PER_TOPIC = 40
 N_COMMON = 120
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _word(lang: str, concept: int) -> str:
     """The word of a concept in a language: fixed per (language, concept)."""
     rng = random.Random(f"{lang}:{concept}")
@@ -286,7 +286,10 @@ def _wikidata_dump(world: SampleWorld, broken: bool) -> bytes:
             _php_json(
                 {
                     "type": "item", "id": entity.qid, "labels": labels, "descriptions": {}, "aliases": {},
-                    "claims": {"P31": [{"mainsnak": {"snaktype": "value", "property": "P31", "datavalue": {"value": {"entity-type": "item", "numeric-id": 5, "id": "Q5"}, "type": "wikibase-entityid"}}, "type": "statement", "id": f"{entity.qid}$a/b", "rank": "normal"}]},
+                    "claims": {"P31": [{
+                        "mainsnak": {"snaktype": "value", "property": "P31", "datavalue": {"value": {"entity-type": "item", "numeric-id": 5, "id": "Q5"}, "type": "wikibase-entityid"}},
+                        "type": "statement", "id": f"{entity.qid}$a/b", "rank": "normal",
+                    }]},
                     "sitelinks": sitelinks, "lastrevid": 100 + int(entity.qid[1:]),
                 }
             )

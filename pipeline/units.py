@@ -63,5 +63,5 @@ class LanguagePlan:
         return {"lang": self.lang, "docs": self.docs, "shards": self.shards, "block_size": self.block_size}
 
     @classmethod
-    def from_dict(cls, value: dict) -> "LanguagePlan":
+    def from_dict(cls, value: dict) -> LanguagePlan:
         return cls(value["lang"], value["docs"], value["shards"], value["block_size"])

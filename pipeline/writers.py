@@ -146,7 +146,7 @@ class SortedLines:
         run.write_bytes(b"".join(line + b"\n" for line in lines))
         self._runs.append(run)
 
-    def drain(self, out: "GzipLines", batch: int = 10_000) -> None:
+    def drain(self, out: GzipLines, batch: int = 10_000) -> None:
         """Write every line, in key order, to ``out``; the temporary runs are removed."""
         if not self._runs:
             if self._pending is not None:

@@ -15,6 +15,7 @@ from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.validate import validate
 
+
 def _lines(path: Path) -> list[dict]:
     with gzip.open(path, "rb") as handle:
         return [orjson.loads(line) for line in handle if line.strip()]
@@ -237,6 +238,7 @@ def test_build_command_with_a_config_file_and_a_missing_language(world8, tmp_pat
     assert all(len(entry["md5"]) == 32 for entry in manifest["inputs"])
 
 
+@pytest.mark.slow
 def test_a_build_with_worker_processes_prints_progress_without_beams_start_up_lines(world8, tmp_path, capfd):
     from clirmatrix.pipeline.cli import main
 

@@ -35,7 +35,8 @@ BAD_QUERY_400 = {"error": {"root_cause": [], "type": "parsing_exception", "reaso
 
 
 def _search_response(hits: list[tuple[str, float]]) -> dict:
-    return {"took": 1, "timed_out": False, "hits": {"total": {"value": len(hits), "relation": "eq"}, "max_score": None, "hits": [{"_index": "clirmatrix-en", "_id": i, "_score": s} for i, s in hits]}, "status": 200}
+    found = [{"_index": "clirmatrix-en", "_id": i, "_score": s} for i, s in hits]
+    return {"took": 1, "timed_out": False, "hits": {"total": {"value": len(hits), "relation": "eq"}, "max_score": None, "hits": found}, "status": 200}
 
 
 class FakeCluster:

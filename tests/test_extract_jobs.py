@@ -9,8 +9,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import SAMPLE_LANGS
 
-from clirmatrix.pipeline.reports import SUCCESS, IncompleteStageError
 from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
 from clirmatrix.beam_jobs.link_entities import run_link_entities
 from clirmatrix.pipeline.badinput import TooManyBadRecords
@@ -18,10 +18,9 @@ from clirmatrix.pipeline.cli import main
 from clirmatrix.pipeline.dumps import discover
 from clirmatrix.pipeline.languages import UNSPACED_LANGUAGES, is_unspaced
 from clirmatrix.pipeline.parquet_io import ParquetSink
+from clirmatrix.pipeline.reports import SUCCESS, IncompleteStageError
 from clirmatrix.pipeline.truncate import rule_for, truncate
 from clirmatrix.schemas import SITELINKS
-
-from conftest import SAMPLE_LANGS
 
 
 def docs_of(work: Path, lang: str):

@@ -16,8 +16,8 @@ from clirmatrix.pipeline.config import ConfigError, resolve
 from clirmatrix.pipeline.labels import class_labels, query_labels
 from clirmatrix.pipeline.layout import SPLITS, parse_path, query_file
 from clirmatrix.pipeline.propagation import Labelled, propagate
-from clirmatrix.pipeline.splits import NOT_CHOSEN, SplitSettings, assign, direction_splits, eval_sets, query_key, seeded_rng
 from clirmatrix.pipeline.release import RenderedResults, base_candidates, query_groups, query_prefix, release_order
+from clirmatrix.pipeline.splits import NOT_CHOSEN, SplitSettings, assign, direction_splits, eval_sets, query_key, seeded_rng
 from clirmatrix.pipeline.writers import docs_line, gzip_lines, query_line
 
 # --- labels -----------------------------------------------------------------------------------
@@ -191,7 +191,7 @@ def test_compiled_rendering_equals_the_reference_line():
     rendered = RenderedResults(page_ids, label, groups)
     for j, q in enumerate(firsts.tolist()):
         rows = slice(groups[j], groups[j + 1])
-        expected = query_line(str(q), 'Cultural "imperialism" é', [(str(p), int(l)) for p, l in zip(page_ids[rows], label[rows])])
+        expected = query_line(str(q), 'Cultural "imperialism" é', [(str(p), int(v)) for p, v in zip(page_ids[rows], label[rows])])
         assert query_prefix(q, 'Cultural "imperialism" é') + rendered.full(j) + b"}" == expected
     with pytest.raises(ValueError):
         RenderedResults(np.array([-1]), np.array([1], np.int8), np.array([0, 1]))
@@ -231,7 +231,7 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path):
 
 
 def test_docs_lines_have_no_tabs_or_newlines_in_the_text():
-    assert docs_line("12", "a\tb\nc\r\nd") == "12\ta b c  d".encode()
+    assert docs_line("12", "a\tb\nc\r\nd") == b"12\ta b c  d"
 
 
 def test_release_paths_round_trip():

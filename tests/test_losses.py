@@ -8,6 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from torch.testing import assert_close  # noqa: E402
+
 from clirmatrix.models.losses import (  # noqa: E402
     ccp_contrastive,
     cosine_regression,
@@ -20,12 +22,10 @@ from clirmatrix.models.losses import (  # noqa: E402
     translation_ranking,
 )
 
-from torch.testing import assert_close  # noqa: E402
-
 LN2 = math.log(2.0)
 
 
-def rand(*shape: int, seed: int = 0) -> "torch.Tensor":
+def rand(*shape: int, seed: int = 0) -> torch.Tensor:
     """A float64 random leaf tensor that requires grad."""
     gen = torch.Generator().manual_seed(seed)
     return torch.randn(*shape, generator=gen, dtype=torch.float64).requires_grad_(True)

@@ -7,6 +7,7 @@ import re
 import statistics
 
 import pytest
+from conftest import REPO
 
 from clirmatrix.models import metrics
 from clirmatrix.models.metrics import (
@@ -25,8 +26,6 @@ from clirmatrix.models.metrics import (
     write_results,
     zscore_merge,
 )
-
-from conftest import REPO
 
 pytest.importorskip("ir_measures")
 

@@ -8,14 +8,13 @@ import random
 
 import orjson
 import pytest
+from conftest import real_fixture
 
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.badinput import DamagedInputError, FileReport, TooManyBadRecords, check_bad_fraction
 from clirmatrix.pipeline.formats import cirrus, mediawiki_xml
 from clirmatrix.pipeline.formats.wikidata import SitelinkFilter, read_sitelinks
 from clirmatrix.pipeline.wikitext import WikitextConverter
-
-from conftest import real_fixture
 
 
 def numbered(lines):
@@ -200,7 +199,7 @@ def test_prefilter_gives_exactly_the_full_parse_on_real_entities(langs):
 
 def test_real_entities_give_their_real_sitelinks():
     lines = real_wikidata_lines()
-    links = {(l.entity, l.lang): l.title for l in read_sitelinks(lines, SitelinkFilter(["en", "de", "zh-min-nan", "be-x-old"]), FileReport("wd"))}
+    links = {(link.entity, link.lang): link.title for link in read_sitelinks(lines, SitelinkFilter(["en", "de", "zh-min-nan", "be-x-old"]), FileReport("wd"))}
     assert links[("Q42", "en")] == "Douglas Adams"
     assert links[("Q1040", "de")] == "Karlsruhe"
     assert ("Q1040", "zh-min-nan") in links and ("Q1040", "be-x-old") in links

@@ -44,3 +44,8 @@ def test_wheel_holds_only_the_clirmatrix_package(tmp_path):
     for package in ("pipeline", "beam_jobs", "schemas", "models", "pipeline/formats", "pipeline/engines", "models/losses", "models/modeling", "models/recipes"):
         assert f"clirmatrix/{package}/__init__.py" in names
     assert not any(n.startswith("clirmatrix/__init__") for n in names)  # a namespace: nothing generic at the top
+
+
+def test_the_code_is_clean_under_the_linter():
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", str(REPO)], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stdout + result.stderr

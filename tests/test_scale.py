@@ -359,6 +359,7 @@ def _cli_build(cwd: Path, dumps: str, out: str, *extra: str) -> None:
     assert "Traceback" not in done.stderr and "apitools" not in done.stderr
 
 
+@pytest.mark.slow
 def test_the_build_on_a_dask_cluster_is_byte_identical_and_keeps_no_state(built, world8, dask_cluster, tmp_path_factory, tmp_path):
     """Relative paths on the command line, units spread over both workers, then other dumps into the same OUT."""
     from clirmatrix.beam_jobs.build import run_build
@@ -436,6 +437,7 @@ def test_object_store_prefixes_are_cleared_and_listed_by_prefix(s3_server):
         fileio.check_writable("s3://no-such-bucket/out")
 
 
+@pytest.mark.slow
 def test_a_build_on_s3_equals_the_local_build(s3_server, tmp_path_factory, tmp_path):
     """WORK and OUT on the object store, two worker processes; then a rerun skips every stage there too."""
     from clirmatrix.beam_jobs.build import STAGES, run_build

@@ -98,6 +98,7 @@ CCP = {"model": "ccp", "pooling": "mean", "epochs": 3, "steps_per_epoch": 100, "
        "mlm_probability": 0.25, "calibration": "shift-scale", "calibration_docs": 200}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(LEARNING))
 def test_each_model_learns(name, request, tmp_path):
     data = request.getfixturevalue("toy_names" if name == "cross-encoder" else "toy")
@@ -141,6 +142,7 @@ def toy_anchors(tmp_path_factory):
     return root / "release", build_tiny_backbone(root / "model", texts)
 
 
+@pytest.mark.slow
 def test_ccp_learns_context_and_aligns_languages(toy_anchors, tmp_path):
     """CCP's own signal (sentences of one window end up nearest each other in unseen documents)
     and its purpose: en->de retrieval well above the untrained model and a random order.
@@ -332,6 +334,7 @@ def test_candidates_missing_from_docs_are_scored_empty_and_reported(toy, tmp_pat
     assert f"{occurrences} of de candidates" in caplog.text and "scored as empty documents" in caplog.text
 
 
+@pytest.mark.slow
 def test_torchrun_with_two_processes_trains_without_code_changes(toy, tmp_path):
     import os
     import signal

@@ -12,13 +12,12 @@ import shutil
 
 import orjson
 import pytest
+from conftest import real_fixture
 
 from clirmatrix.pipeline import validate as v
 from clirmatrix.pipeline.jsonl import MalformedRecordError, iter_docs, iter_queries
 from clirmatrix.pipeline.layout import INDEX, MANIFEST, docs_file, index_key, parse_path, query_file
 from clirmatrix.pipeline.stats import collect_stats, direction_stats, write_stats
-
-from conftest import real_fixture
 
 LANGS = ("en", "de", "fr")
 NDOCS = 120

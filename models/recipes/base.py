@@ -53,7 +53,7 @@ class Ranker:
 class DualEncoderRanker(Ranker):
     """Embed queries and documents apart, then compare them by cosine or dot product."""
 
-    def __init__(self, recipe: "Recipe", query_encoder: Encoder, doc_encoder: Encoder, similarity: str) -> None:
+    def __init__(self, recipe: Recipe, query_encoder: Encoder, doc_encoder: Encoder, similarity: str) -> None:
         self.recipe = recipe
         self.query_encoder = query_encoder
         self.doc_encoder = doc_encoder

@@ -47,7 +47,7 @@ class FieldStatistics:
     doc_count: int  # documents with at least one token in the field (Lucene's docCount)
     sum_total_term_freq: int  # tokens in the field over all documents
 
-    def __add__(self, other: "FieldStatistics") -> "FieldStatistics":
+    def __add__(self, other: FieldStatistics) -> FieldStatistics:
         return FieldStatistics(self.doc_count + other.doc_count, self.sum_total_term_freq + other.sum_total_term_freq)
 
 
@@ -64,7 +64,7 @@ class CollectionStatistics:
     title: FieldStatistics
     text: FieldStatistics
 
-    def __add__(self, other: "CollectionStatistics") -> "CollectionStatistics":
+    def __add__(self, other: CollectionStatistics) -> CollectionStatistics:
         return CollectionStatistics(self.title + other.title, self.text + other.text)
 
 

@@ -51,7 +51,8 @@ def connect(url: str, timeout: float = 60.0) -> Any:
 
 def with_retries(call: Callable[[], Any], url: str, what: str, retries: int = 5, backoff: float = 0.5, sleep: Callable[[float], None] = time.sleep) -> Any:
     """Run one request, retrying busy answers and timeouts; other failures raise with the reason."""
-    from elasticsearch import ApiError, ConnectionError as TransportConnectionError, ConnectionTimeout
+    from elasticsearch import ApiError, ConnectionTimeout
+    from elasticsearch import ConnectionError as TransportConnectionError
 
     for attempt in range(retries + 1):
         try:
@@ -142,7 +143,7 @@ class ElasticsearchEngine:
         for start in range(0, len(queries), self.batch_size):
             batch = list(queries[start : start + self.batch_size])
             searches = msearch_lines(self.index_name, batch, self.settings, k)
-            answer = self._retry(lambda: self._msearch(searches), "msearch")
+            answer = self._retry(lambda searches=searches: self._msearch(searches), "msearch")
             hits += [_hits(response) for response in answer["responses"]]
         return hits
 

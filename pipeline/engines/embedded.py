@@ -111,7 +111,7 @@ class Postings:
         self.block_ptr[1, 1:] += np.cumsum(blocks[1])
 
     @classmethod
-    def pack(cls, fields: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], norms: np.ndarray, counts: np.ndarray) -> "Postings":
+    def pack(cls, fields: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], norms: np.ndarray, counts: np.ndarray) -> Postings:
         """Pack the two fields' posting lists, each given as CSR ``(indptr, docs, tfs)`` with documents ascending within a term."""
         blocks = sum(int(_blocks_per_term(indptr).sum()) for indptr, _, _ in fields)
         block_last = np.empty(blocks, np.int32)
@@ -441,7 +441,7 @@ class EmbeddedEngine:
         return {part: getattr(self.postings, part) for part in Postings.PARTS}
 
     @classmethod
-    def from_arrays(cls, analyzer: Analyzer, settings: Bm25Settings, arrays: dict[str, np.ndarray], terms: Sequence[str], threads: int = 1) -> "EmbeddedEngine":
+    def from_arrays(cls, analyzer: Analyzer, settings: Bm25Settings, arrays: dict[str, np.ndarray], terms: Sequence[str], threads: int = 1) -> EmbeddedEngine:
         """An engine over an index stored with ``arrays`` and ``terms`` (without the documents' ids)."""
         engine = cls(analyzer, settings, threads)
         engine.vocab = {term: term_id for term_id, term in enumerate(terms)}
@@ -1091,12 +1091,18 @@ def _search_pruned_kernel(
                     if non_essential == n - 1:  # one essential clause: its postings are the documents
                         found = _gather_one(order[non_essential], hi, cur, docs, weights, caches, norms, block_last, block_start, doc_bits, tf_bits, words, batch_docs, batch_sums)
                     else:
-                        found = _gather_window(non_essential, n, hi, order, cur, docs, weights, caches, norms, block_last, block_start, doc_bits, tf_bits, words, window_sums, window_hits, batch_docs, batch_sums)
+                        found = _gather_window(
+                            non_essential, n, hi, order, cur, docs, weights, caches, norms, block_last, block_start, doc_bits, tf_bits, words,
+                            window_sums, window_hits, batch_docs, batch_sums,
+                        )
                     if found == 0:
                         break
                     for g in range(found):
                         d = batch_docs[g]
-                        score = _complete(d, batch_sums[0, g], batch_sums[1, g], non_essential, theta, most_fields, order, pre_t, pre_x, cur, docs, weights, caches, norms, block_last, block_start, doc_bits, tf_bits, words)
+                        score = _complete(
+                            d, batch_sums[0, g], batch_sums[1, g], non_essential, theta, most_fields, order, pre_t, pre_x, cur, docs, weights, caches,
+                            norms, block_last, block_start, doc_bits, tf_bits, words,
+                        )
                         if score > theta:  # documents come in order: a tie with the k-th ranks below it
                             size = _offer(heap_s, heap_d, size, k, score, d)
                             if size == k:
