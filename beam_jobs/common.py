@@ -42,7 +42,7 @@ def pipeline_options(beam_args: Sequence[str] = (), workers: int = 1) -> Pipelin
     """Beam options; without ``--runner`` the in-process FnApiRunner with ``workers`` processes.
 
     The FnApiRunner (as ``runners.LocalRunner``, whose workers start quietly) is
-    named explicitly so a local run never depends on the network (BEAM.md: the
+    named explicitly so a local run never depends on the network (Beam's
     DirectRunner first tries to download the Prism runner). Any
     standard Beam flag (``--runner=FlinkRunner``, ``--runner=DataflowRunner
     --project ...``) passes through unchanged.

@@ -9,7 +9,7 @@ entity links. Output layout under ``WORK``::
 
 Example::
 
-    python -m clirmatrix.beam_jobs.extract --dumps dumps/ --output work/ --min-docs 1000
+    python -m clirmatrix.beam_jobs.extract --dumps dumps/ --out work/ --min-docs 1000
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def run_extract(
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dumps", required=True)
-    parser.add_argument("--output", required=True)
+    parser.add_argument("--out", required=True)
     parser.add_argument("--langs", type=comma_list, default=None)
     parser.add_argument("--source", choices=["auto", "cirrus", "xml"], default="auto")
     parser.add_argument("--min-docs", type=int, default=DEFAULT_MIN_DOCS)
@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str] | None = None) -> ExtractResult:
     args, beam_args = build_parser().parse_known_args(argv)
     settings = DocsSettings(min_docs=args.min_docs, max_bad_fraction=args.max_bad_fraction)
-    return run_extract(args.dumps, args.output, args.langs, args.source, settings, beam_args, args.workers, args.skip_missing)
+    return run_extract(args.dumps, args.out, args.langs, args.source, settings, beam_args, args.workers, args.skip_missing)
 
 
 def prepare_run(dumps_dir: str, work_dir: str, beam_args: Sequence[str]) -> tuple[str, str, list[str]]:

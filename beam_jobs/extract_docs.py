@@ -1,7 +1,7 @@
 """Wikipedia dumps (CirrusSearch or MediaWiki XML) -> ``docs`` Parquet, one folder per language.
 
 Reads each dump file whole inside one DoFn (gzip and bz2 cannot be split, and the
-action/document pairing must stay intact), truncates every article (PIPELINE.md
+action/document pairing must stay intact), truncates every article (docs/method.md
 section 2) and streams it into ``{out}/{lang}/{NNNNN}-{dump name}.parquet``, one
 output per input in dump order, so the result does not depend on the runner.
 Per language, repeated ids are then removed (first occurrence wins) and a
@@ -9,8 +9,8 @@ language below ``--min-docs`` is dropped.
 
 Example::
 
-    python -m clirmatrix.beam_jobs.extract_docs --dumps dumps/ --output work/docs --langs en,de
-    python -m clirmatrix.beam_jobs.extract_docs --dumps gs://b/dumps --output gs://b/work/docs \\
+    python -m clirmatrix.beam_jobs.extract_docs --dumps dumps/ --out work/docs --langs en,de
+    python -m clirmatrix.beam_jobs.extract_docs --dumps gs://b/dumps --out gs://b/work/docs \\
         --runner=DataflowRunner --project=P --region=R --temp_location=gs://b/tmp
 """
 
@@ -201,7 +201,7 @@ def _summarise(summaries: list[dict], settings: DocsSettings) -> dict:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dumps", required=True, help="folder (or bucket prefix) holding the dumps")
-    parser.add_argument("--output", required=True, help="folder for the docs Parquet")
+    parser.add_argument("--out", required=True, help="folder for the docs Parquet")
     parser.add_argument("--langs", type=comma_list, default=None)
     parser.add_argument("--source", choices=["auto", "cirrus", "xml"], default="auto")
     parser.add_argument("--min-docs", type=int, default=DEFAULT_MIN_DOCS)
@@ -217,7 +217,7 @@ def run(argv: Sequence[str] | None = None) -> dict:
     for note in found.notes:
         LOG.warning(note)
     settings = DocsSettings(min_docs=args.min_docs, max_bad_fraction=args.max_bad_fraction)
-    return run_extract_docs(found.docs, args.output, settings, beam_args, args.workers)
+    return run_extract_docs(found.docs, args.out, settings, beam_args, args.workers)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ Output: ``{out}/{lang}/{NNNNN}-{dump name}.parquet`` in dump order.
 Example::
 
     python -m clirmatrix.beam_jobs.extract_sitelinks --wikidata dumps/latest-all.json.gz \\
-        --output work/sitelinks --langs en,de,zh
+        --out work/sitelinks --langs en,de,zh
 """
 
 from __future__ import annotations
@@ -119,12 +119,12 @@ def run_extract_sitelinks(
 def run(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--wikidata", required=True, nargs="+", help="Wikidata dump file(s)")
-    parser.add_argument("--output", required=True)
+    parser.add_argument("--out", required=True)
     parser.add_argument("--langs", required=True, type=comma_list)
     parser.add_argument("--max-bad-fraction", type=float, default=DEFAULT_MAX_BAD_FRACTION)
     parser.add_argument("--no-prefilter", action="store_true", help="parse every line (slower; same result)")
     args, beam_args = parser.parse_known_args(argv)
-    return run_extract_sitelinks(args.wikidata, args.langs, args.output, args.max_bad_fraction, beam_args, prefilter=not args.no_prefilter)
+    return run_extract_sitelinks(args.wikidata, args.langs, args.out, args.max_bad_fraction, beam_args, prefilter=not args.no_prefilter)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""``retrieval`` -> ``labels`` Parquet: Jenks labels per query, label 6 for its own article (PIPELINE.md section 5).
+"""``retrieval`` -> ``labels`` Parquet: Jenks labels per query, label 6 for its own article (docs/method.md section 5).
 
 One unit of work per block of a language's queries (``clirmatrix.pipeline.labels``):
 read that block's hits, label each query, write ``labels/{lang}/{block}.parquet``.

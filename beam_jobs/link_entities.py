@@ -1,6 +1,6 @@
 """``docs`` + ``sitelinks`` -> ``entity_docs`` and ``catalog`` Parquet: which document of each language is which entity.
 
-One unit of work per language (PIPELINE.md section 3): stream that language's
+One unit of work per language (docs/method.md section 3): stream that language's
 titles and dump entities and its sitelinks, match them by normalised title
 (``clirmatrix.pipeline.linking``), and write ``entity_docs/{lang}.parquet`` (the
 links, in position order) and ``catalog/{lang}.parquet`` (page id, entity and title

@@ -1,4 +1,4 @@
-"""``labels`` + ``catalog`` -> ``propagated`` Parquet: labels carried into every other language (PIPELINE.md section 6).
+"""``labels`` + ``catalog`` -> ``propagated`` Parquet: labels carried into every other language (docs/method.md section 6).
 
 Two steps of ``clirmatrix.pipeline.propagation``: one unit per query language X
 pairs X's documents with the same entity's article in every other language Y

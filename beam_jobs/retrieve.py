@@ -1,4 +1,4 @@
-"""``docs`` + ``catalog`` -> ``retrieval`` Parquet: every article title searched in its own language (PIPELINE.md section 4).
+"""``docs`` + ``catalog`` -> ``retrieval`` Parquet: every article title searched in its own language (docs/method.md section 4).
 
 The units and what they do are ``clirmatrix.pipeline.retrieval``'s: languages
 larger than ``--shard-docs`` are counted, summed, searched and merged shard by

@@ -1,4 +1,4 @@
-"""Released query files -> ``OUT/stats/``: the Table 7.1-7.4 numbers as TSV and heat maps (PIPELINE.md section 10).
+"""Released query files -> ``OUT/stats/``: the Table 7.1-7.4 numbers as TSV and heat maps (docs/method.md section 10).
 
 In a build the write stage counted every file's queries and labels as it wrote
 them, so ``run_stats`` only draws the tables and maps. ``count_tree`` counts

@@ -1,4 +1,4 @@
-"""``propagated`` + ``labels`` + ``catalog`` + ``docs`` -> the released files (PIPELINE.md sections 7-9).
+"""``propagated`` + ``labels`` + ``catalog`` + ``docs`` -> the released files (docs/method.md sections 7-9).
 
 Five steps, one pipeline (``clirmatrix.pipeline.splits``, ``.release`` and ``.multi8`` do the work):
 

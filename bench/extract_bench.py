@@ -5,7 +5,7 @@ parts, like a split dump; ``--docs 100000`` for a quicker run) and a Wikidata du
 then measures, wall clock:
 
 - baselines, in one process: decompress and ``orjson.loads`` every line. The
-  reference is BEAM.md's baseline, stdlib gzip on one core; beside it, stricter, the
+  reference is the plain baseline, stdlib gzip on one core; beside it, stricter, the
   same with the job's own decompressor (isal) on one core and with isal inflating
   in a second thread;
 - the docs job (``run_extract_docs``) on the DirectRunner's in-process FnApiRunner
@@ -129,7 +129,7 @@ def median_run(runs: int, job) -> tuple[float, float]:
 
 BASELINES = {
     # name -> opener. The first is the reference: "decompress + orjson parse only,
-    # stdlib gzip, one process", as BEAM.md measures it and the target is set against.
+    # stdlib gzip, one process", the baseline the extraction target is set against.
     "baseline_stdlib_gzip": lambda p: gzip.open(p, "rb"),
     # Stricter: the job's own decompressor on one core, and inflating in a second thread.
     "baseline_isal_1_thread": lambda p: igzip.open(p, "rb"),

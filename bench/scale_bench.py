@@ -37,11 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
-EN_DOCS = 5_984_197  # DOCS/en.tsv.gz of the release (FORMATS.md 1.4)
+EN_DOCS = 5_984_197  # DOCS/en.tsv.gz of the release (docs/formats.md 1.4)
 RELEASE_QUERIES = 49_280_000  # every title of the 139 languages (issue 14; the dissertation's Table 7.1 totals)
 RELEASE_FULL_PAIRS = 34_060_000_000  # labelled (query, document) pairs of BI-139 full
 RELEASE_DIRECTIONS = 139 * 138
-FULL_PAIRS_PER_QUERY = 51  # BI-139 full, en -> af train: 3,011,938 pairs for 58,745 queries (FORMATS.md 1.3)
+FULL_PAIRS_PER_QUERY = 51  # BI-139 full, en -> af train: 3,011,938 pairs for 58,745 queries (docs/formats.md 1.3)
 OTHER_LANGUAGES = 138  # every query's labels are carried into 138 other languages
 STAGES = ("extract_docs", "extract_sitelinks", "link", "retrieve", "label", "propagate", "write", "stats")
 
@@ -219,7 +219,7 @@ def unit_costs(result) -> dict:
     }
 
 
-# The release's languages by size: FORMATS.md lists four; the other 135 hold the rest of the 49.28 M.
+# The release's languages by size: docs/formats.md lists four; the other 135 hold the rest of the 49.28 M.
 KNOWN_LANGUAGES = {"en": EN_DOCS, "zh": 1_089_043, "simple": 153_408, "af": 87_705}
 OTHER_DOCS = RELEASE_QUERIES - sum(KNOWN_LANGUAGES.values())
 

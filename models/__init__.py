@@ -1,4 +1,4 @@
-"""Trainer and evaluation of the CLIRMatrix baselines (MODELS.md), installed with the ``train`` extra.
+"""Trainer and evaluation of the CLIRMatrix baselines (docs/models.md), installed with the ``train`` extra.
 
 ``clirmatrix train`` and ``clirmatrix evaluate`` are the entry points; the pieces are
 ``arguments`` (settings), ``data`` (raw text from a build), ``collate`` (tokenization),

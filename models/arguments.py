@@ -1,7 +1,7 @@
 """Settings of a training run: one dataclass, its fields are the ``clirmatrix train`` flags.
 
 A field left at ``None`` takes its model's default from :data:`MODEL_DEFAULTS`,
-which cites the MODELS.md section each value comes from. The resolved settings
+which cites the docs/models.md section each value comes from. The resolved settings
 are saved as ``args.json`` in the run directory, so ``evaluate`` and a resumed
 run see exactly what training saw.
 """
@@ -18,7 +18,7 @@ from clirmatrix.pipeline.errors import InvalidInputError
 
 MODELS: tuple[str, ...] = ("cross-encoder", "bi-encoder", "contrastive", "dap", "ccp")
 
-# Per-model defaults (MODELS.md section in the comment); everything else is shared.
+# Per-model defaults (docs/models.md section in the comment); everything else is shared.
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     # §1 (CEDR code): Adam, 2e-5 BERT / 1e-3 head, 16 pairs per step, 64 steps x 20 epochs, query <= 20 pieces.
     "cross-encoder": {"pooling": "cls", "loss": "hinge", "lr": 2e-5, "head_lr": 1e-3, "batch_size": 16, "steps_per_epoch": 64, "epochs": 20, "max_len": 512},
@@ -41,7 +41,7 @@ def _help(text: str, default: Any = None) -> Any:
 
 @dataclass
 class TrainArguments:
-    """Everything a training run depends on; see MODELS.md for each model's recipe."""
+    """Everything a training run depends on; see docs/models.md for each model's recipe."""
 
     model: str = _help(f"which baseline to train: {', '.join(MODELS)}", "cross-encoder")
     data: str = _help("a build or download root (the folder holding BI-139/, MULTI-8/, DOCS/)", "")

@@ -63,7 +63,7 @@ def _train_options(function):
 @click.command()
 @_train_options
 def train(**values) -> None:
-    """Train a baseline of MODELS.md on a build or download (resumes a run in --out)."""
+    """Train a baseline of docs/models.md on a build or download (resumes a run in --out)."""
     _require_torch()
     from clirmatrix.models.train import run_training
 

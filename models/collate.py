@@ -24,7 +24,7 @@ class Collator:
         return self._to_device(encoded)
 
     def pairs(self, queries: Sequence[str], docs: Sequence[str]) -> dict[str, torch.Tensor]:
-        """``[CLS] q [SEP] d [SEP]`` with token types 0/1 (MODELS.md §1): the query is cut to
+        """``[CLS] q [SEP] d [SEP]`` with token types 0/1 (docs/models.md §1): the query is cut to
         ``max_query_len`` wordpieces first, then the document fills the rest of ``max_len``."""
         short_queries = [self.short_query(query) for query in queries]
         encoded = self.tokenizer(

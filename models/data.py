@@ -1,4 +1,4 @@
-"""Raw training text read straight from a CLIRMatrix build or download (MODELS.md sections 0-5).
+"""Raw training text read straight from a CLIRMatrix build or download (docs/models.md sections 0-5).
 
 Everything here yields strings and ids; tokenization is ``collate``'s job and nothing
 imports torch. The released files are gzip streams (English DOCS is ~2 GB), so random
@@ -39,11 +39,11 @@ from isal import igzip
 
 from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.errors import InvalidInputError
-from clirmatrix.pipeline.jsonl import iter_lines, iter_queries, parse_query
+from clirmatrix.pipeline.jsonl import QueryRecord, iter_lines, iter_queries, parse_query
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.loader import QuerySplit, documents
 from clirmatrix.pipeline.localio import atomic_write
-from clirmatrix.pipeline.truncate import CLOSERS
+from clirmatrix.pipeline.truncate import SENTENCE_SPLIT
 
 try:  # POSIX; elsewhere concurrent builders each build and the last os.replace wins
     import fcntl
@@ -54,14 +54,6 @@ log = logging.getLogger(__name__)
 
 _BATCH = 10_000  # rows per executemany while building an index
 _IN_CHUNK = 500  # ids per ``IN (...)`` lookup, under SQLite's historical limit of 999 variables
-
-
-class QueryRecord(NamedTuple):
-    """One query of a query file with its candidates, in file order (best first)."""
-
-    src_id: str
-    src_query: str
-    tgt_results: tuple[tuple[str, int], ...]
 
 
 class ParallelPair(NamedTuple):
@@ -238,7 +230,7 @@ class DocStore(_SqliteIndex):
         return self._db.execute("SELECT 1 FROM docs WHERE doc_id = ?", (doc_id,)).fetchone() is not None
 
     def get(self, doc_id: str, default: str | None = None) -> str | None:
-        """The text of ``doc_id``, or ``default`` when DOCS lacks it (FORMATS.md 1.7: qrels ids can be missing)."""
+        """The text of ``doc_id``, or ``default`` when DOCS lacks it (docs/formats.md 1.7: qrels ids can be missing)."""
         row = self._db.execute("SELECT text FROM docs WHERE doc_id = ?", (doc_id,)).fetchone()
         return default if row is None else row[0]
 
@@ -340,7 +332,7 @@ def _query_files_from(root: Path, dataset: str, lang: str) -> list[Path]:
 
 
 def multi8_directions() -> list[tuple[str, str]]:
-    """The 56 ordered (src, tgt) pairs of MULTI-8, src-major in the languages' order (MODELS.md section 1)."""
+    """The 56 ordered (src, tgt) pairs of MULTI-8, src-major in the languages' order (docs/models.md section 1)."""
     return list(permutations(MULTI8_LANGUAGES, 2))
 
 
@@ -357,7 +349,7 @@ def mine_parallel_pairs(
     cache_dir: str | os.PathLike | None = None,
     skipped: Counter | None = None,
 ) -> Iterator[ParallelPair]:
-    """Parallel pairs of Wikidata-linked articles, taken from the build itself (MODELS.md section 0, 3).
+    """Parallel pairs of Wikidata-linked articles, taken from the build itself (docs/models.md section 0, 3).
 
     In the query file X->Y of each split, the candidate labelled 6 is the article about the
     query's own Wikidata item in Y; the query's ``src_query`` is its X title.
@@ -458,15 +450,13 @@ def read_parallel_tsv(path: str | os.PathLike) -> Iterator[ParallelPair]:
 
 
 # --------------------------------------------------------------------------------------
-# Sentences (CCP, MODELS.md section 5)
+# Sentences (CCP, docs/models.md section 5)
 
-# [ours] A sentence ends after a run of terminators, plus any closing quotes or brackets:
-# - Latin . ! ? only when whitespace or the end of the text follows ("3.14", "a.m" stay whole);
-# - CJK 。！？, Devanagari danda । and double danda ॥, Arabic ؟ and Urdu ۔ wherever they stand
-#   (CJK text puts no space between sentences).
+# [ours] A sentence ends where truncation sees one (``truncate.SENTENCE_SPLIT``): a run of
+# stops, plus any closing quotes or brackets; Latin-like stops only before whitespace or the
+# end ("3.14" stays whole), CJK ones anywhere (CJK puts no space between sentences).
 # Abbreviations ("Dr. Who") do split: the splitter is deliberately simple.
-_CLOSE = f"[{re.escape(CLOSERS)}]*"  # the closers of truncation's sentence ends
-_SENTENCE_END = re.compile(rf"[.!?]+{_CLOSE}(?=\s|$)|[。！？।॥؟۔]+{_CLOSE}")
+_SENTENCE_END = SENTENCE_SPLIT
 
 
 def split_sentences(text: str) -> list[str]:

@@ -1,6 +1,6 @@
 """``clirmatrix evaluate``: re-rank the candidates of a split with a trained run and score it.
 
-Single-direction results re-rank each query's candidates (MODELS.md §1
+Single-direction results re-rank each query's candidates (docs/models.md §1
 "Evaluation"). Mixed-language MULTI-8 results (§1 "MULTI-8") pool a query's
 candidates in the seven other languages: one multilingual run scores them
 directly, several bilingual runs (one per target) are merged by z-score.
@@ -141,7 +141,7 @@ def evaluate_run(
 
 
 def evaluate_mixed(runs: Sequence[str | Path], data: str | Path, split: str, src: str, limit: int = 0, device: str = "auto") -> ResultRow:
-    """MULTI-8 mixed-language retrieval for queries in ``src`` (MODELS.md §1).
+    """MULTI-8 mixed-language retrieval for queries in ``src`` (docs/models.md §1).
 
     The targets are the other MULTI-8 languages whose files are present (all 7 in a
     full build or download). One run: a multilingual model scoring all candidates directly.

@@ -1,10 +1,10 @@
-"""Re-ranking metrics (MODELS.md §0 "Metrics", §1 "Evaluation", §8.4–8.5) on top of ir-measures.
+"""Re-ranking metrics (docs/models.md §0 "Metrics", §1 "Evaluation", §8.4–8.5) on top of ir-measures.
 
 - ``rank_candidates`` turns one query's scores into strictly decreasing rank scores: a stable
   sort by (−score, candidate position), so ties keep candidate order (§8.4). trec_eval would
   otherwise break ties by document id.
 - ``evaluate_rankings`` scores rankings with ir-measures: nDCG@10 with the exponential gain
-  2^r − 1 of MODELS.md (trec_eval's own gain is the label itself, so the labels are mapped
+  2^r − 1 of docs/models.md (trec_eval's own gain is the label itself, so the labels are mapped
   through ir-measures' ``gains``), RR@100 (MRR) and R@100 with "relevant" = label ≥ 1.
   Queries whose candidates carry no label > 0 (IDCG = 0) are excluded and counted (§1).
 - ``zscore_merge`` merges the per-target lists of one MULTI-8 mixed-language query by z-score
@@ -30,14 +30,14 @@ from clirmatrix.pipeline.localio import atomic_write
 NDCG10 = "ndcg@10"
 MRR100 = "mrr@100"
 RECALL100 = "recall@100"
-MAX_LABEL = 6  # labels are 0–6 (MODELS.md §0)
+MAX_LABEL = 6  # labels are 0–6 (docs/models.md §0)
 MIXED = "mixed"  # ``tgt`` of a mixed-language result (all other MULTI-8 languages at once)
-ZSCORE_EPSILON = 1e-6  # added to the population std (MODELS.md §8.4)
+ZSCORE_EPSILON = 1e-6  # added to the population std (docs/models.md §8.4)
 TRAININGS = ("bm", "mm")  # bilingual model of one direction; multilingual model of all MULTI-8 directions
 
 
 def exponential_gains(max_label: int = MAX_LABEL) -> dict[int, int]:
-    """The gain 2^r − 1 of MODELS.md §0 for every label r in 0..max_label."""
+    """The gain 2^r − 1 of docs/models.md §0 for every label r in 0..max_label."""
     return {label: 2**label - 1 for label in range(max_label + 1)}
 
 
@@ -59,7 +59,7 @@ def rank_candidates(candidates: Sequence[str], scores: Sequence[float]) -> list[
     """One query's candidates, best first, each with a strictly decreasing rank score (n, n−1, …, 1).
 
     The order is a stable sort by (−score, position in ``candidates``), so equal scores keep
-    candidate order (MODELS.md §8.4) whatever tie rule the evaluator applies.
+    candidate order (docs/models.md §8.4) whatever tie rule the evaluator applies.
 
     Raises:
         ValueError: lengths differ, a candidate repeats, or a score is NaN.
@@ -121,7 +121,7 @@ def evaluate_rankings(
     rankings: Mapping[str, Sequence[tuple[str, float]]],
     measures: Mapping[str, Any] | None = None,
 ) -> Evaluation:
-    """Measures of re-ranked candidate lists (MODELS.md §0 "Metrics", §1 "Evaluation").
+    """Measures of re-ranked candidate lists (docs/models.md §0 "Metrics", §1 "Evaluation").
 
     Each ranking lists a query's candidates as (doc_id, score) in candidate order; it is put in
     order with ``rank_candidates`` (ties keep candidate order). IDCG comes from the labels of
@@ -175,7 +175,7 @@ def evaluate_rankings(
 
 
 def zscore_merge(per_target: Mapping[str, Sequence[tuple[str, float]]]) -> list[tuple[str, str, float]]:
-    """Merge one query's per-target-language lists by z-score (MODELS.md §1 "MULTI-8", mixed-language).
+    """Merge one query's per-target-language lists by z-score (docs/models.md §1 "MULTI-8", mixed-language).
 
     Within each target's list z = (s − mean) / (std + 1e-6), with the population std; a list of
     equal scores gets z = 0. The union is sorted by z, best first, ties in target order then
@@ -223,7 +223,7 @@ def mixed_ranking(merged: Sequence[tuple[str, str, float]]) -> list[tuple[str, f
     return [(mixed_key(lang, doc_id), score) for lang, doc_id, score in merged]
 
 
-# The dissertation's NDCG@10 (test1) as printed, copied from MODELS.md §1.
+# The dissertation's NDCG@10 (test1) as printed, copied from docs/models.md §1.
 # bi139_base_en_x: Table 7.6, BI-139 base, en→X, by target language.
 # multi8_bm: Table 7.8, MULTI-8 single-language bilingual models, by (query language, target language).
 # multi8_mixed_bm_znorm / multi8_mixed_mm: Table 7.9, mixed-language retrieval, by query language.
@@ -275,7 +275,7 @@ PAPER_NDCG10: dict[str, dict[Any, float]] = {
         "ar": 0.59, "de": 0.72, "en": 0.75, "es": 0.73, "fr": 0.65, "ja": 0.68, "ru": 0.62, "zh": 0.68,
     },
 }
-# Printed values not to compare against (MODELS.md §8.5: BI-139 "id .00" is probably an extraction error).
+# Printed values not to compare against (docs/models.md §8.5: BI-139 "id .00" is probably an extraction error).
 PAPER_UNRELIABLE: dict[str, frozenset[Any]] = {"bi139_base_en_x": frozenset({"id"})}
 # Table 7.8's ▲: directions where the MM beat the BM (the MM's own values are not printed).
 PAPER_MULTI8_MM_BEAT_BM: frozenset[tuple[str, str]] = frozenset({
@@ -294,7 +294,7 @@ def paper_ndcg10(dataset: str, src: str, tgt: str, split: str, training: str = "
     """The dissertation's NDCG@10 for a setting, or None where it printed none (or an unreliable one).
 
     Args:
-        dataset: "bi139-base", "bi139-full" or "multi8" (the ir_datasets names of FORMATS.md).
+        dataset: "bi139-base", "bi139-full" or "multi8" (the ir_datasets names of docs/formats.md).
         src: query language.
         tgt: document language, or ``MIXED``.
         split: only "test1" has reference numbers.

@@ -18,7 +18,7 @@ from clirmatrix.models.data import QueryRecord, QueryStore
 
 
 def sample_ranking_pair(record: QueryRecord, rng: random.Random) -> tuple[str, str] | None:
-    """``(positive_id, negative_id)`` for the pairwise ranker (MODELS.md section 1, steps 2-4).
+    """``(positive_id, negative_id)`` for the pairwise ranker (docs/models.md section 1, steps 2-4).
 
     d+ is uniform among the candidates with label > 0 that have some lower-labelled
     candidate; d- is uniform among the candidates labelled below d+. **[ours]** Restricting
@@ -47,7 +47,7 @@ class RankingPair(NamedTuple):
 
 
 class RankingPairSampler:
-    """Ranking pairs with queries drawn uniformly over the union of ``stores`` (MODELS.md 8.3).
+    """Ranking pairs with queries drawn uniformly over the union of ``stores`` (docs/models.md 8.3).
 
     One store is a bilingual model's direction; the 56 MULTI-8 directions together are the
     multilingual model's data. Each draw picks a query uniformly among all queries of all
@@ -87,7 +87,7 @@ class RankingPairSampler:
 
 
 def pointwise_triples(record: QueryRecord, rng: random.Random) -> list[tuple[str, int]]:
-    """``(doc_id, label)`` for the cosine bi-encoder (MODELS.md 2a, 8.11).
+    """``(doc_id, label)`` for the cosine bi-encoder (docs/models.md 2a, 8.11).
 
     All candidates with label > 0, then as many label-0 candidates drawn at random without
     replacement (all of them when there are fewer), each group in candidate order.
@@ -99,7 +99,7 @@ def pointwise_triples(record: QueryRecord, rng: random.Random) -> list[tuple[str
 
 
 def dpr_example(record: QueryRecord, rng: random.Random) -> tuple[str, str] | None:
-    """``(positive_id, hard_negative_id)`` for the DPR dual encoder (MODELS.md 2b, "Data mapping").
+    """``(positive_id, hard_negative_id)`` for the DPR dual encoder (docs/models.md 2b, "Data mapping").
 
     The positive is the highest-labelled candidate (6 when present; the first in candidate
     order on ties). The hard negative is a random label-0 candidate, else the lowest-labelled

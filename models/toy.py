@@ -88,7 +88,7 @@ def write_toy_release(
     never an entity name), among the language's own filler words, like the named entities
     and numbers that texts about one topic share across languages. Titles, and so
     queries and labels, never contain anchors: a model can only use them to learn which
-    words of two languages mean the same, from monolingual text (what CCP does, MODELS.md §5).
+    words of two languages mean the same, from monolingual text (what CCP does, docs/models.md §5).
     """
     root = Path(root)
     splits = splits or {"train": 300, "dev": 50, "test1": 50}

@@ -1,7 +1,7 @@
 """Counting what a job keeps, filters by rule, and rejects as bad input.
 
 Every record a reader meets lands in exactly one bucket: kept, filtered (a rule of
-PIPELINE.md says skip it: another namespace, a redirect, empty text, a duplicate
+docs/method.md says skip it: another namespace, a redirect, empty text, a duplicate
 id) or rejected (the input is broken: malformed JSON, a document line without its
 action line, a missing field). Rejects are counted by kind with file and line; a
 job fails when their share crosses a set fraction. A file that cannot be read to

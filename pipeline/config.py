@@ -39,7 +39,7 @@ class ConfigError(InvalidInputError):
 
 @dataclass(frozen=True)
 class BuildConfig:
-    """Everything a build depends on (PIPELINE.md); the defaults are the paper's."""
+    """Everything a build depends on (docs/method.md); the defaults are the paper's."""
 
     dumps: str = ""
     out: str = ""

@@ -1,4 +1,4 @@
-"""Duplicate document ids within a language (FORMATS.md 2.3: real dumps have some).
+"""Duplicate document ids within a language (docs/formats.md 2.3: real dumps have some).
 
 The first occurrence in dump order wins: files in name order, then line order.
 Only the id column is read; files are rewritten only when they hold a loser,

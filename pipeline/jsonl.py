@@ -1,6 +1,6 @@
 """Readers of released CLIRMatrix files: query JSONL (``*.jl.gz``) and DOCS TSV (``*.tsv.gz``).
 
-FORMATS.md 1.3-1.4: one JSON object a line with ``src_id``/``src_query``/``tgt_results``
+docs/formats.md 1.3-1.4: one JSON object a line with ``src_id``/``src_query``/``tgt_results``
 (ids JSON strings, labels JSON integers), and ``doc_id \\t text`` lines with no header.
 Blank lines are skipped, as ir_datasets does. Anything else that is off raises
 ``MalformedRecordError`` naming the file and line, so a loader fails loudly and
@@ -10,7 +10,7 @@ Blank lines are skipped, as ir_datasets does. Anything else that is off raises
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import orjson
@@ -26,7 +26,7 @@ class QueryRecord(NamedTuple):
 
     src_id: str
     src_query: str
-    tgt_results: list[tuple[str, int]]
+    tgt_results: Sequence[tuple[str, int]]  # a list as parsed; the trainer's stores keep tuples
 
 
 class MalformedRecordError(InvalidInputError):

@@ -1,4 +1,4 @@
-"""Relevance labels of one query from its BM25 scores (PIPELINE.md section 5).
+"""Relevance labels of one query from its BM25 scores (docs/method.md section 5).
 
 Per query, never globally: min-max normalise the returned scores, split them into
 5 Jenks natural-breaks classes (jenkspy), label the classes 1 (lowest) to 5

@@ -12,7 +12,7 @@ import unicodedata
 
 from clirmatrix.pipeline.errors import InvalidInputError
 
-# PIPELINE.md section 11: the 139 languages of BI-139.
+# docs/method.md section 11: the 139 languages of BI-139.
 BI139_LANGUAGES: tuple[str, ...] = tuple(
     """af als am an ar arz ast az azb ba bar be bg bn bpy br bs bug ca cdo ce ceb ckb
     cs cv cy da de diq el eml en eo es et eu fa fi fo fr fy ga gd gl gu he hi hr hsb
@@ -42,10 +42,10 @@ WIKIPEDIA_LANGUAGES: frozenset[str] = frozenset(
     zh-min-nan zh-yue zu""".split()
 )
 
-# PIPELINE.md section 8: the languages of MULTI-8.
+# docs/method.md section 8: the languages of MULTI-8.
 MULTI8_LANGUAGES: tuple[str, ...] = ("ar", "de", "en", "es", "fr", "ja", "ru", "zh")
 
-# PIPELINE.md section 2: writing systems without spaces between words are truncated
+# docs/method.md section 2: writing systems without spaces between words are truncated
 # by characters, not by whitespace tokens.
 UNSPACED_LANGUAGES: frozenset[str] = frozenset({"zh", "ja", "th", "wuu", "my", "lo", "km", "bo"})
 

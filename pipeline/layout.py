@@ -1,4 +1,4 @@
-"""The released CLIRMatrix file layout (PIPELINE.md section 9, FORMATS.md section 1).
+"""The released CLIRMatrix file layout (docs/method.md section 9, docs/formats.md section 1).
 
 One place names every released file, so the writers, ``validate`` and ``download``
 agree on paths and on the keys of ``downloads.json.gz``. Paths are relative to the

@@ -1,6 +1,6 @@
 """Entity links of one language: Wikidata sitelinks matched to documents by title.
 
-PIPELINE.md section 3. Titles are matched as MediaWiki normalises them
+docs/method.md section 3. Titles are matched as MediaWiki normalises them
 (underscores or spaces, first-letter case). **[ours]** When Wikidata has no
 sitelink for a page, the dump's own ``wikibase_item`` links it instead, unless
 that entity already has a page in this language; how often the two sources

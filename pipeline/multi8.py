@@ -1,4 +1,4 @@
-"""MULTI-8 (PIPELINE.md section 8): entities with an article in all 8 languages, 100 candidates per target language.
+"""MULTI-8 (docs/method.md section 8): entities with an article in all 8 languages, 100 candidates per target language.
 
 The queries are entities, not articles: for an entity and a target language Y, the
 candidates are Y's own search for the entity's Y title (labels 1-6, filled to 100

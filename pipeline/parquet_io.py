@@ -14,7 +14,7 @@ from apache_beam.io.filesystems import FileSystems
 from clirmatrix.pipeline.fileio import atomic_create
 from clirmatrix.schemas import check
 
-ROWS_PER_GROUP = 10_000  # BEAM.md: batches of 1,000-10,000 rows, never one element per row
+ROWS_PER_GROUP = 10_000  # Beam works best on batches of 1,000-10,000 rows, never one element per row
 # Columns with few distinct values; dictionary encoding is wasted work on the others
 # (ids and texts are unique, so the writer builds a dictionary only to drop it).
 LOW_CARDINALITY = ("lang", "dump_file", "source")

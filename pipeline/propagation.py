@@ -1,4 +1,4 @@
-"""Carry one language's labels to another through Wikidata links (PIPELINE.md section 6).
+"""Carry one language's labels to another through Wikidata links (docs/method.md section 6).
 
 For a query in X, every labelled X document whose entity has a Y article passes
 its label to that article; the others are lost. **[ours]** if two X documents

@@ -1,4 +1,4 @@
-"""The released files: BI-139 base and full, DOCS and DOCS-FULL, and the index (PIPELINE.md sections 7 and 9).
+"""The released files: BI-139 base and full, DOCS and DOCS-FULL, and the index (docs/method.md sections 7 and 9).
 
 Units of work, each bounded by a block of queries or a stream of documents:
 
@@ -159,7 +159,7 @@ def _sort_each(keys, starts):
 def release_order(starts: np.ndarray, page_ids: np.ndarray, label: np.ndarray) -> np.ndarray:
     """The order of rows already grouped by query (groups at ``starts``) that sorts each query's results as released.
 
-    Label descending, then page id ascending (PIPELINE.md section 9), as one unsigned
+    Label descending, then page id ascending (docs/method.md section 9), as one unsigned
     key per row: page ids are below 10**18 < 2**60 (``is_page_id``), labels fill the 3 bits above.
     """
     keys = (np.uint64(6) - label.astype(np.uint64)) << np.uint64(60) | page_ids.astype(np.uint64)
@@ -173,7 +173,7 @@ def query_groups(query: np.ndarray) -> np.ndarray:
 
 
 def base_candidates(rendered: RenderedResults, picks: Sequence[tuple[int, np.ndarray, np.random.Generator]], tgt_ids: np.ndarray, k: int) -> list[bytes]:
-    """Exactly ``k`` results per pick (PIPELINE.md section 7): the ``k`` best labelled, then seeded label-0 filler by page id.
+    """Exactly ``k`` results per pick (docs/method.md section 7): the ``k`` best labelled, then seeded label-0 filler by page id.
 
     Each pick is (query index in ``rendered``, its labelled documents as Y positions in
     release order, its split's generator); generators are drawn from in the picks' order.
@@ -288,7 +288,7 @@ def index_url_root(out_root: str, base_url: str) -> str:
 
 
 def write_index(out_root: str, files: Sequence[dict], base_url: str) -> str:
-    """``downloads.json.gz``: context -> key -> url, expected_md5, cache_path, size, size_hint (PIPELINE.md section 9)."""
+    """``downloads.json.gz``: context -> key -> url, expected_md5, cache_path, size, size_hint (docs/method.md section 9)."""
     root = index_url_root(out_root, base_url)
     index: dict[str, dict[str, dict]] = {}
     for entry in files:

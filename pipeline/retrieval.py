@@ -1,4 +1,4 @@
-"""Monolingual retrieval (PIPELINE.md section 4): every title searched in its own language, in bounded units.
+"""Monolingual retrieval (docs/method.md section 4): every title searched in its own language, in bounded units.
 
 The embedded engine holds its index in memory, ~1-2 KB a document while it is
 built, so a language with more than ``shard_docs`` documents is cut into shards of
@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.config import ConfigError, comma_list
 from clirmatrix.pipeline.corpus import WorkDirs, iter_catalog, iter_docs
-from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics, FieldStatistics, Hits
+from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics, Engine, FieldStatistics, Hits
 from clirmatrix.pipeline.fingerprint import fingerprint
 from clirmatrix.pipeline.parquet_io import ParquetSink, read_table, write_table
 from clirmatrix.pipeline.reports import read_report
@@ -58,7 +58,7 @@ PREPARE, SUM, SEARCH, MERGE = "prepare", "sum", "search", "merge"
 
 @dataclass(frozen=True)
 class RetrievalSettings:
-    """Which engine, its BM25 parameters, hits per query (PIPELINE.md section 4), and how the work is cut."""
+    """Which engine, its BM25 parameters, hits per query (docs/method.md section 4), and how the work is cut."""
 
     engine: str = "embedded"
     k: int = 100
@@ -116,7 +116,7 @@ def check_engine(settings: RetrievalSettings, langs: Sequence[str] = ()) -> None
             with_retries(connect(url, timeout=10).info, url, "cluster check", retries=2)
 
 
-def make_engine(settings: RetrievalSettings, lang: str):
+def make_engine(settings: RetrievalSettings, lang: str) -> Engine:
     """A fresh engine for one language (or shard)."""
     from clirmatrix.pipeline.engines.analyzers import analyzer_for
 

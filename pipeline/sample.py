@@ -95,6 +95,18 @@ class SampleWorld:
     langs: tuple[str, ...]
     entities: list[Entity]
     missing_sitelinks: set[tuple[str, str]] = field(default_factory=set)  # (entity, lang) only in wikibase_item
+    wrong_items: set[tuple[str, str]] = field(default_factory=set)  # (entity, lang) whose dump names another item
+    bad_records: dict[str, str] = field(default_factory=dict)  # dump file name -> the kind of its one bad record
+
+    def to_dict(self) -> dict:
+        """The truth as JSON: what a build of these dumps must find (``sample-truth.json`` beside them)."""
+        return {
+            "langs": list(self.langs),
+            "entities": {e.qid: {lang: {"page_id": e.doc_ids[lang], "title": e.titles[lang]} for lang in e.langs} for e in self.entities},
+            "missing_sitelinks": sorted(map(list, self.missing_sitelinks)),
+            "wrong_items": sorted(map(list, self.wrong_items)),
+            "bad_records": dict(sorted(self.bad_records.items())),
+        }
 
 
 def _concept(topic: int, k: int) -> int:
@@ -167,6 +179,10 @@ def _write_gzip(path: Path, data: bytes) -> None:
         out.write(data)
 
 
+def _names_other_item(entity: Entity) -> bool:
+    return int(entity.qid[1:]) % 211 == 0
+
+
 def _cirrus_document(rng: random.Random, lang: str, entity: Entity, with_page_id: bool) -> dict:
     text = _text(rng, lang, entity)
     document = {
@@ -182,7 +198,7 @@ def _cirrus_document(rng: random.Random, lang: str, entity: Entity, with_page_id
         "redirect": [],
         "incoming_links": rng.randrange(100),
         # A few pages whose dump names another item than Wikidata does: counted as disagreements.
-        "wikibase_item": entity.qid if int(entity.qid[1:]) % 211 else "Q42",
+        "wikibase_item": "Q42" if _names_other_item(entity) else entity.qid,
     }
     if with_page_id:
         document["page_id"] = int(entity.doc_ids[lang])
@@ -197,6 +213,7 @@ def _cirrus_lines(rng: random.Random, world: SampleWorld, lang: str, action_type
         return orjson.dumps({"index": index})
 
     members = [e for e in world.entities if lang in e.langs]
+    world.wrong_items |= {(e.qid, lang) for e in members if _names_other_item(e)}
     for n, entity in enumerate(members):
         lines += [action(entity.doc_ids[lang]), orjson.dumps(_cirrus_document(rng, lang, entity, new_layout))]
         if n % 50 == 7:  # a project page: another namespace in the content dump
@@ -218,6 +235,7 @@ def _cirrus_lines(rng: random.Random, world: SampleWorld, lang: str, action_type
         }
         kind = BROKEN_KIND_BY_LANG.get(lang, "malformed_json")
         lines[20:20] = bad[kind]
+        world.bad_records[lang] = kind
     return lines
 
 
@@ -261,6 +279,7 @@ def _xml_dump(rng: random.Random, world: SampleWorld, lang: str, broken: bool) -
         if n % 50 == 9:
             pages.append(_xml_page(f"Modèle:Boîte {n}", 10, str(850000 + n), "{{{1}}}"))
     if broken:
+        world.bad_records[lang] = "missing_field"
         pages.insert(len(pages) // 2, "  <page>\n    <title>Sans identifiant</title>\n    <ns>0</ns>\n    <revision><text>texte</text></revision>\n  </page>\n")
     return (header + "".join(pages) + "</mediawiki>\n").encode()
 
@@ -321,6 +340,9 @@ def write_sample_dumps(out_dir: str | Path, docs_per_lang: int = 2000, langs: tu
             lines = _cirrus_lines(rng, world, lang, _ACTION_TYPES.get(lang, "_doc"), new_layout=False, broken=broken)
             _write_gzip(out / f"{lang}wiki-{DATE}-cirrussearch-content.json.gz", b"\n".join(lines) + b"\n")
     _write_gzip(out / "latest-all.json.gz", _wikidata_dump(world, broken))
+    if broken:
+        world.bad_records["wikidata"] = BROKEN_WIKIDATA_KIND
+    (out / "sample-truth.json").write_text(json.dumps(world.to_dict(), ensure_ascii=False, indent=1) + "\n")
     return world
 
 

@@ -1,4 +1,4 @@
-"""Train/dev/test sets of every direction, as the release sizes them and without leakage (PIPELINE.md sections 7-8).
+"""Train/dev/test sets of every direction, as the release sizes them and without leakage (docs/method.md sections 7-8).
 
 Sizes, as the release (dissertation 7.2.4): per direction, dev, test1 and test2 hold
 ``eval_size`` queries each whenever the direction has at least 4 x ``eval_size``

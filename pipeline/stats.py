@@ -4,7 +4,7 @@ For each direction X -> Y: the number of queries, and the average number of docu
 per query with label >= 4 and with label >= 1 (label 6, the query's own article,
 counts in both; label 0 filler in neither). Written as one TSV per collection and
 drawn as heat maps over the language matrix (rows: query language, columns:
-document language), like PIPELINE.md section 10 asks.
+document language), like docs/method.md section 10 asks.
 
 Which queries the paper averages over it does not say. Tables 7.1-7.3 are titled
 "CLIRMatrix BI-139", so the reference numbers are those of ``full`` (the "raw"
@@ -69,7 +69,7 @@ def _released(path: str) -> ReleasedFile:
         found = parse_path("/".join(parts[-depth:]))
         if found is not None and found.tgt is not None:
             return found
-    raise ValueError(f"{path} is not a released query file (PIPELINE.md section 9)")
+    raise ValueError(f"{path} is not a released query file (docs/method.md section 9)")
 
 
 def direction_stats(path: str | os.PathLike) -> DirectionStats:

@@ -1,4 +1,4 @@
-"""Document truncation (PIPELINE.md section 2, dissertation 7.2.2).
+"""Document truncation (docs/method.md section 2, dissertation 7.2.2).
 
 Spaced languages keep about the first 200 whitespace-separated tokens, unspaced
 ones (zh, ja, th, ...) about the first 600 characters. **[ours]** the cut falls on
@@ -30,6 +30,9 @@ _SENTENCE_END = rf"(?:[{re.escape(STOPS_BEFORE_SPACE)}]{_CLOSE}(?=\s)|[{re.escap
 # Greedy ".*" first: the regex engine backtracks from the end, so one C-level match
 # finds the *last* sentence end.
 _LAST_SENTENCE_END = re.compile(rf"(?s).*{_SENTENCE_END}")
+# Splitting a whole text into sentences (CCP's windows) uses the same stops, runs of them,
+# and also at the end of the text.
+SENTENCE_SPLIT = re.compile(rf"[{re.escape(STOPS_BEFORE_SPACE)}]+{_CLOSE}(?=\s|$)|[{re.escape(STOPS_ANYWHERE)}]+{_CLOSE}")
 _LEADING_SPACE = re.compile(r"\s*")
 
 

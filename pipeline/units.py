@@ -35,7 +35,7 @@ def even_bounds(n: int, parts: int) -> list[tuple[int, int]]:
 class LanguagePlan:
     """How one language is cut into units: shards of its documents, blocks of its queries.
 
-    Shards (retrieval, PIPELINE.md section 4) are near-equal ranges of document
+    Shards (retrieval, docs/method.md section 4) are near-equal ranges of document
     positions; blocks (retrieval's output, labels, propagation, writing) are
     ``block_size`` consecutive query positions. Every query is the title of the
     document at the same position, so a language has ``docs`` queries.

@@ -1,10 +1,10 @@
 """``clirmatrix validate OUT``: check a build or a download against the released format.
 
-Every rule of PIPELINE.md sections 7-9 that the files themselves can show is checked,
+Every rule of docs/method.md sections 7-9 that the files themselves can show is checked,
 streaming: at most one language's doc id set and one source language's query ids
 are held at a time. A tree with ``manifest.json`` is one of our builds and is held
 to all our rules; without it the tree is (part of) the official release, whose known
-anomalies (FORMATS.md 1.7: qrels ids missing from DOCS, files left out of a partial
+anomalies (docs/formats.md 1.7: qrels ids missing from DOCS, files left out of a partial
 download) are warnings. Only failures make a report not ``ok``.
 
 The passes: the layout; each language's DOCS (and the query files judging its
@@ -194,7 +194,7 @@ class _Validator:
             if path in (INDEX, MANIFEST) or path.startswith(STATS_DIR + "/"):
                 continue
             if parsed is None:
-                self.fail(path, LAYOUT, "not a released file name (PIPELINE.md section 9)")
+                self.fail(path, LAYOUT, "not a released file name (docs/method.md section 9)")
             elif parsed.tgt is not None and parsed.tgt == parsed.src:
                 self.fail(path, SAME_LANGUAGE, f"query and document language are both {parsed.src!r}")
             else:
@@ -242,7 +242,7 @@ class _Validator:
                 if "\r" in text:
                     self.fail(path, DOC_TEXT, "carriage return inside the text", number)
                 if not text.strip():
-                    self.strict(path, DOC_TEXT, f"doc {doc_id} has an empty text (PIPELINE.md section 2)", number)
+                    self.strict(path, DOC_TEXT, f"doc {doc_id} has an empty text (docs/method.md section 2)", number)
                 if truncated is not None and doc_id not in truncated:
                     self.fail(path, DOCS_FULL, f"doc {doc_id} is not in DOCS/{released.src}.tsv.gz", number)
         except MalformedRecordError as error:
@@ -328,7 +328,7 @@ class _Validator:
         self.counts[path] = queries
         self.report.queries += queries
         if not queries:
-            self.warn(path, EMPTY_FILE, "holds no queries (the release has such files, FORMATS.md 1.7)")
+            self.warn(path, EMPTY_FILE, "holds no queries (the release has such files, docs/formats.md 1.7)")
         if released.dataset != _FULL:
             limit = self.train_size if released.split == "train" else self.eval_size
             if queries > limit:
@@ -357,7 +357,7 @@ class _Validator:
         if labels.count(6) > 1:
             self.fail(path, LABEL_6, f"{where}: {labels.count(6)} documents with label 6 (only the query's own article)", number)
         if not any(label >= 1 for label in labels):
-            self.fail(path, NO_RELEVANT, f"{where}: no document with label >= 1 (PIPELINE.md section 6)", number)
+            self.fail(path, NO_RELEVANT, f"{where}: no document with label >= 1 (docs/method.md section 6)", number)
         if released.dataset != _FULL:
             expected = BASE_CANDIDATES if ndocs is None else min(BASE_CANDIDATES, ndocs)
             if len(results) != expected:
@@ -373,7 +373,7 @@ class _Validator:
         index_path = os.path.join(self.root, INDEX)
         if not os.path.isfile(index_path):
             if self.report.build:
-                self.fail(INDEX, INDEX_RULE, "a build must write the index (PIPELINE.md section 9)")
+                self.fail(INDEX, INDEX_RULE, "a build must write the index (docs/method.md section 9)")
             return
         contexts = self._read_index(index_path)
         if contexts is None:

@@ -1,4 +1,4 @@
-"""Released files: gzip JSON Lines of queries and gzip TSV of documents (PIPELINE.md section 9).
+"""Released files: gzip JSON Lines of queries and gzip TSV of documents (docs/method.md section 9).
 
 Files are written under a temporary name and renamed when complete, and gzip
 carries no timestamp or file name, so the same data gives the same bytes. The
@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from clirmatrix.pipeline.fileio import atomic_create
+from clirmatrix.pipeline.localio import atomic_write
 
 GZIP_LEVEL = 2  # isal's default: ~10x the speed of zlib level 6 at about the same size for this data
 
@@ -34,7 +34,7 @@ class WrittenFile:
     md5: str = ""
     size: int = 0
     lines: int = 0
-    docs_ge4: int = 0  # for query files: judged documents with label >= 4 and >= 1 (PIPELINE.md section 10)
+    docs_ge4: int = 0  # for query files: judged documents with label >= 4 and >= 1 (docs/method.md section 10)
     docs_ge1: int = 0
     pairs: int = 0  # for query files: [doc_id, label] pairs, the qrels a loader counts
 
@@ -87,7 +87,7 @@ class GzipLines:
             self._compress(final=False)
 
     def count(self, ge1: int, ge4: int, pairs: int) -> None:
-        """Add judged documents with label >= 1 and >= 4 (PIPELINE.md section 10), and result pairs, to the file's counts."""
+        """Add judged documents with label >= 1 and >= 4 (docs/method.md section 10), and result pairs, to the file's counts."""
         self.record.docs_ge1 += ge1
         self.record.docs_ge4 += ge4
         self.record.pairs += pairs
@@ -103,7 +103,11 @@ class GzipLines:
 def gzip_lines(path: str) -> Iterator[GzipLines]:
     """Write a gzip text file atomically; ``.record`` holds its md5 and size once the block ends."""
     record = WrittenFile(path)
-    with atomic_create(path) as handle:
+    if "://" in path:  # an object store, through Beam's FileSystems; local files need no Beam (the trainer's toys)
+        from clirmatrix.pipeline.fileio import atomic_create as create
+    else:
+        create = atomic_write
+    with create(path) as handle:
         digest = _Digest(handle)
         with isal.igzip.GzipFile(filename="", mode="wb", fileobj=digest, mtime=0, compresslevel=GZIP_LEVEL) as stream:
             lines = GzipLines(stream, record)

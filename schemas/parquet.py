@@ -1,6 +1,6 @@
 """Arrow schemas of the intermediate Parquet artefacts, checked on every write.
 
-``docs``         one row per kept article of a language (PIPELINE.md sections 1-2)
+``docs``         one row per kept article of a language (docs/method.md sections 1-2)
 ``sitelinks``    Wikidata item -> title on a selected Wikipedia (section 3)
 ``entity_docs``  Wikidata item -> document of a language, after title matching (section 3)
 ``catalog``      page id, entity and title of every document of a language, by position
@@ -49,7 +49,7 @@ SITELINKS = pa.schema(
 )
 
 # Where an entity link came from: Wikidata's sitelinks, or the dump's wikibase_item
-# when Wikidata had no sitelink for the page (PIPELINE.md section 3, [ours]).
+# when Wikidata had no sitelink for the page (docs/method.md section 3, [ours]).
 LINK_SOURCES = ("wikidata", "dump")
 
 ENTITY_DOCS = pa.schema(

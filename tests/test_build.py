@@ -1,4 +1,4 @@
-"""``clirmatrix build`` end to end on generated dumps of the 8 MULTI-8 languages (PIPELINE.md sections 2-10)."""
+"""``clirmatrix build`` end to end on generated dumps of the 8 MULTI-8 languages (docs/method.md sections 2-10)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_index_lists_every_file_with_its_md5(built):
 
 
 def test_download_all_languages_of_a_build_fetches_what_its_index_lists(built, tmp_path, capsys):
-    from clirmatrix.pipeline.cli import main
+    from clirmatrix.cli import main
 
     out, _, _ = built
     moved = tmp_path / "published"  # a build moved after it was written: its file:// URLs lead nowhere ...
@@ -222,7 +222,7 @@ def test_a_new_seed_reruns_only_what_depends_on_it(world8, built, tmp_path):
 
 
 def test_build_command_with_a_config_file_and_a_missing_language(world8, tmp_path, capsys):
-    from clirmatrix.pipeline.cli import main
+    from clirmatrix.cli import main
 
     dumps, _ = world8
     config = tmp_path / "build.yaml"
@@ -240,7 +240,7 @@ def test_build_command_with_a_config_file_and_a_missing_language(world8, tmp_pat
 
 @pytest.mark.slow
 def test_a_build_with_worker_processes_prints_progress_without_beams_start_up_lines(world8, tmp_path, capfd):
-    from clirmatrix.pipeline.cli import main
+    from clirmatrix.cli import main
 
     dumps, _ = world8
     args = ["build", "--dumps", str(dumps), "--out", str(tmp_path / "out"), "--langs", "en,de", "--min-docs", "100"]
@@ -254,7 +254,7 @@ def test_a_build_with_worker_processes_prints_progress_without_beams_start_up_li
 def test_elasticsearch_without_a_cluster_is_a_clear_error_before_any_work(world8, tmp_path, capsys, monkeypatch):
     import socket
 
-    from clirmatrix.pipeline.cli import main
+    from clirmatrix.cli import main
 
     pytest.importorskip("elasticsearch", reason="the es extra is not installed")
     monkeypatch.delenv("CLIRMATRIX_ES_URL", raising=False)
@@ -279,7 +279,7 @@ def test_label_stage_gives_a_query_without_hits_its_own_article():
 
 
 def test_validate_command_exit_codes(built, tmp_path, capsys):
-    from clirmatrix.pipeline.cli import main
+    from clirmatrix.cli import main
 
     out, _, _ = built
     assert main(["validate", str(out), "--train-size", str(TRAIN), "--eval-size", str(EVAL)]) == 0

@@ -183,7 +183,7 @@ def test_parallel_download_reports_fetched_skipped_failed(server, tmp_path):
 
 
 def test_download_command_from_a_local_build_dry_run_then_fetch_and_read(tmp_path, capsys):
-    from clirmatrix.pipeline.cli import main
+    from clirmatrix.cli import main
     from clirmatrix.pipeline.loader import QuerySplit, documents
 
     build = tmp_path / "build"

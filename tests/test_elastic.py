@@ -212,7 +212,7 @@ def test_compare_counts_overlap_top1_ties_and_score_differences():
 
 
 def test_compare_command_names_an_unreachable_cluster(tmp_path, capsys):
-    from clirmatrix.pipeline.cli import main
+    from clirmatrix.cli import main
 
     (tmp_path / "c.jsonl").write_text('{"id": "a", "title": "Paris", "text": "capital"}\n')
     (tmp_path / "q.tsv").write_text("q1\tParis\n")

@@ -271,7 +271,7 @@ def test_run_search_names_the_bad_line(tmp_path):
 
 
 def test_search_command_writes_the_run_and_reports_bad_input(tmp_path, capsys):
-    from clirmatrix.pipeline.cli import main
+    from clirmatrix.cli import main
 
     write_corpus(tmp_path / "c.jsonl", [("A1", "Paris", "Paris is the capital of France"), ("A2", "France", "France is a country")])
     (tmp_path / "q.tsv").write_text("q1\tFrance\n", encoding="utf-8")

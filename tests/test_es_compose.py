@@ -51,7 +51,7 @@ def test_compose_file_has_one_node_per_language_and_the_repository_copy_is_curre
 
 
 def test_compose_command_writes_the_file(tmp_path):
-    from clirmatrix.pipeline.cli import main
+    from clirmatrix.cli import main
 
     assert main(["compose", "--langs", "en,de", "--heap", "512m", "-o", str(tmp_path / "override.yml")]) == 0
     assert (tmp_path / "override.yml").read_text() == compose_yaml(("en", "de"), heap="512m")

@@ -180,7 +180,7 @@ def test_counts_from_manifest_else_from_the_file(loaded, irds, tmp_path):
 
 
 def test_the_irds_command_lists_the_ids_and_how_to_load_them(built, capsys):
-    from clirmatrix.pipeline.cli import main
+    from clirmatrix.cli import main
 
     out, _, _ = built
     assert main(["irds", str(out), "--prefix", "mine"]) == 0

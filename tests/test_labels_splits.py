@@ -1,4 +1,4 @@
-"""Labels, propagation, splits, release writers and build settings (PIPELINE.md sections 5-9)."""
+"""Labels, propagation, splits, release writers and build settings (docs/method.md sections 5-9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Losses of MODELS.md §1–5 against direct loop-based formulas (values and gradients) and known values."""
+"""Losses of docs/models.md §1–5 against direct loop-based formulas (values and gradients) and known values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Metrics of MODELS.md §0/§1 through ir-measures: exponential-gain nDCG, ties, exclusions, z-merging, reports."""
+"""Metrics of docs/models.md §0/§1 through ir-measures: exponential-gain nDCG, ties, exclusions, z-merging, reports."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ pytest.importorskip("ir_measures")
 
 
 def direct_ndcg(labels_in_predicted_order: list[int], k: int = 10) -> float:
-    """MODELS.md §0: DCG@k = Σ (2^r − 1)/log2(i+1) over ranks i = 1..k, divided by the ideal order's DCG@k."""
+    """docs/models.md §0: DCG@k = Σ (2^r − 1)/log2(i+1) over ranks i = 1..k, divided by the ideal order's DCG@k."""
     def dcg(labels: list[int]) -> float:
         return sum((2**label - 1) / math.log2(rank + 1) for rank, label in enumerate(labels[:k], start=1))
 
@@ -195,7 +195,7 @@ def test_reference_numbers_spot_checks():
     assert PAPER_NDCG10["multi8_mixed_mm"]["en"] == 0.75
     assert PAPER_NDCG10["multi8_mixed_bm_znorm"]["ar"] == 0.52
     assert len(PAPER_NDCG10["bi139_base_en_x"]) == 138 and len(PAPER_NDCG10["multi8_bm"]) == 56
-    # MODELS.md: "The mean of these printed values is 0.833"
+    # docs/models.md: "The mean of these printed values is 0.833"
     assert statistics.fmean(PAPER_NDCG10["bi139_base_en_x"].values()) == pytest.approx(0.833, abs=5e-4)
     assert metrics.paper_ndcg10("bi139-base", "en", "de", "test1") == 0.88
     assert metrics.paper_ndcg10("bi139-base", "en", "id", "test1") is None  # unreliable, §8.5
@@ -206,7 +206,7 @@ def test_reference_numbers_spot_checks():
 
 
 def test_reference_numbers_match_models_md():
-    """Every number of Tables 7.6, 7.8 and 7.9 as MODELS.md prints them (where MODELS.md is at hand)."""
+    """Every number of Tables 7.6, 7.8 and 7.9 as the project's source spec prints them (../shared/docs/MODELS.md, where at hand)."""
     models_md = REPO.parent / "shared" / "docs" / "MODELS.md"
     if not models_md.exists():
         pytest.skip(f"{models_md} not present")

@@ -1,4 +1,4 @@
-"""The DAP and CCP modules (MODELS.md §4, §5): projection head, memory banks, calibration, RTL head."""
+"""The DAP and CCP modules (docs/models.md §4, §5): projection head, memory banks, calibration, RTL head."""
 
 from __future__ import annotations
 

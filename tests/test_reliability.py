@@ -6,6 +6,7 @@ Written from the user's side: the command, what it prints, what it exits with.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import signal
@@ -17,11 +18,10 @@ from pathlib import Path
 import pytest
 from conftest import EVAL, REPO, TRAIN
 
+from clirmatrix.cli import main
 from clirmatrix.pipeline import layout
-from clirmatrix.pipeline.cli import main
 from clirmatrix.pipeline.dumps import discover
 from clirmatrix.pipeline.loader import QuerySplit
-from clirmatrix.pipeline.sample import BROKEN_KIND_BY_LANG, BROKEN_WIKIDATA_KIND
 
 sys.path.insert(0, str(REPO / "bench"))
 import fuzz_bench  # noqa: E402
@@ -85,7 +85,7 @@ def test_a_truncated_wikidata_dump_is_fatal(clean_dumps, tmp_path, capsys):
 
 def test_a_build_killed_while_writing_is_refused_until_it_is_rerun(clean_dumps, tmp_path, capsys):
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "clirmatrix.pipeline", *_build_args(clean_dumps, out)]
+    command = [sys.executable, "-m", "clirmatrix.cli", *_build_args(clean_dumps, out)]
     build = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 300
@@ -128,14 +128,14 @@ def test_a_dumps_folder_that_does_not_exist_says_so(tmp_path, capsys):
 
 
 def test_the_build_summary_shows_bad_records_by_kind(world8, tmp_path, capsys):
-    dumps, _ = world8  # the sample's deliberate bad records: one per dump
+    dumps, _ = world8  # the sample's deliberate bad records: one per dump, as its truth file says
+    truth = json.loads((dumps / "sample-truth.json").read_text())["bad_records"]
     args = _build_args(dumps, tmp_path / "out") + ["--langs", "en,de", "--max-bad-fraction", "0.01"]
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "docs/_reports/en.json" in err
-    for lang in ("en", "de"):
-        assert f"bad input {lang}: {BROKEN_KIND_BY_LANG[lang]} 1 (kept " in err
-    assert f"bad input wikidata: {BROKEN_WIKIDATA_KIND} 1" in err
+    for name in ("en", "de", "wikidata"):
+        assert f"bad input {name}: {truth[name]} 1" in err
 
 
 def test_a_bug_keeps_its_traceback_while_input_errors_are_messages(tmp_path, monkeypatch):

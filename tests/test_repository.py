@@ -41,7 +41,7 @@ def test_wheel_holds_only_the_clirmatrix_package(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     code = [n for n in names if ".dist-info/" not in n]
     assert code and all(n.startswith("clirmatrix/") for n in code)
-    for package in ("pipeline", "beam_jobs", "schemas", "models", "pipeline/formats", "pipeline/engines", "models/losses", "models/modeling", "models/recipes"):
+    for package in ("cli", "pipeline", "beam_jobs", "schemas", "models", "pipeline/formats", "pipeline/engines", "models/losses", "models/modeling", "models/recipes"):
         assert f"clirmatrix/{package}/__init__.py" in names
     assert not any(n.startswith("clirmatrix/__init__") for n in names)  # a namespace: nothing generic at the top
 
@@ -49,3 +49,33 @@ def test_wheel_holds_only_the_clirmatrix_package(tmp_path):
 def test_the_code_is_clean_under_the_linter():
     result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", str(REPO)], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_readme_starts_a_user_in_under_200_lines_and_every_doc_link_resolves():
+    readme = REPO / "README.md"
+    assert len(readme.read_text().splitlines()) <= 200
+    for page in [readme, *sorted((REPO / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" not in target:
+                assert (page.parent / target).exists(), f"{page.name} links to {target}, which is not there"
+
+
+def test_the_code_cites_the_projects_own_docs():
+    cited = set()
+    for path in [*REPO.glob("pipeline/**/*.py"), *REPO.glob("beam_jobs/*.py"), *REPO.glob("models/**/*.py"), *REPO.glob("schemas/*.py")]:
+        text = path.read_text()
+        assert "shared/docs" not in text and not re.search(r"(?<![/\w])(PIPELINE|MODELS|FORMATS|BEAM)\.md", text), path
+        cited |= set(re.findall(r"docs/(\w+\.md)", text))
+    assert cited and all((REPO / "docs" / name).exists() for name in cited), cited
+
+
+def test_the_library_imports_neither_the_beam_jobs_nor_the_trainer_nor_the_command_line():
+    import ast
+
+    forbidden = {"pipeline": ("clirmatrix.beam_jobs", "clirmatrix.models", "clirmatrix.cli"), "schemas": ("clirmatrix.beam_jobs", "clirmatrix.models", "clirmatrix.cli"),
+                 "models": ("clirmatrix.beam_jobs", "clirmatrix.cli"), "beam_jobs": ("clirmatrix.models", "clirmatrix.cli")}  # fmt: skip
+    for package, banned in forbidden.items():
+        for path in (REPO / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                assert not any(name.startswith(banned) for name in names), f"{path.relative_to(REPO)} imports {names}"

@@ -352,7 +352,7 @@ def _executed(address: str) -> dict[str, int]:
 
 
 def _cli_build(cwd: Path, dumps: str, out: str, *extra: str) -> None:
-    command = [sys.executable, "-m", "clirmatrix.pipeline.cli", "build", "--dumps", dumps, "--out", out, "--min-docs", "100", "--max-bad-fraction", "0.01"]
+    command = [sys.executable, "-m", "clirmatrix.cli", "build", "--dumps", dumps, "--out", out, "--min-docs", "100", "--max-bad-fraction", "0.01"]
     command += ["--train-size", str(TRAIN), "--eval-size", str(EVAL), *extra]
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

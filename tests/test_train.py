@@ -93,7 +93,7 @@ LEARNING = {
     "dap": {"pooling": "mean", "epochs": 2, "steps_per_epoch": 100, "batch_size": 32, "lr": 1e-3},
 }
 # CCP is compared under the paper's unsupervised post-processing (shift and scale, [CCP] §3.2):
-# the supervised Procrustes rotation (MODELS.md §8, item 10) aligns even an untrained encoder on the toys.
+# the supervised Procrustes rotation (docs/models.md §8, item 10) aligns even an untrained encoder on the toys.
 CCP = {"model": "ccp", "pooling": "mean", "epochs": 3, "steps_per_epoch": 100, "batch_size": 32, "lr": 1e-3, "ccp_bank": 1024,
        "mlm_probability": 0.25, "calibration": "shift-scale", "calibration_docs": 200}
 
@@ -244,7 +244,7 @@ def test_a_missing_model_directory_is_a_clear_error(toy, tmp_path):
 
 
 def test_train_and_evaluate_commands(toy, tmp_path, capsys):
-    from clirmatrix.pipeline.cli import main
+    from clirmatrix.cli import main
 
     release, model = toy
     run_dir = tmp_path / "run"
@@ -344,7 +344,7 @@ def test_torchrun_with_two_processes_trains_without_code_changes(toy, tmp_path):
     release, model = toy
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-               "-m", "clirmatrix.pipeline.cli", "train", "--model", "bi-encoder", "--loss", "in-batch", "--data", str(release),
+               "-m", "clirmatrix.cli", "train", "--model", "bi-encoder", "--loss", "in-batch", "--data", str(release),
                "--init", str(model), "--out", str(run_dir), "--epochs", "1", "--steps-per-epoch", "3", "--batch-size", "4",
                "--dev-queries", "5", "--max-len", "48"]
     job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)

@@ -38,7 +38,7 @@ DOCS = {
         "5": "Berg means mountain.",
         "007": "Flat text – no end",
     },
-    # "13" is judged in en->de but missing from DOCS (FORMATS.md 1.7).
+    # "13" is judged in en->de but missing from DOCS (docs/formats.md 1.7).
     "de": {
         "10": "Aruba ist eine Insel. Sie liegt in der Karibik.",
         "11": "Der Tod ist das Ende des Lebens. Alle sterben.",

@@ -1,4 +1,4 @@
-"""Training objectives of MODELS.md, one module per objective; pure functions of tensors."""
+"""Training objectives of docs/models.md, one module per objective; pure functions of tensors."""
 
 from .ccp import ccp_contrastive
 from .contrastive import language_contrastive, semantic_contrastive

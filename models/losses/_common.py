@@ -10,7 +10,7 @@ SIMILARITIES = ("dot", "cosine")
 
 
 def cosine_matrix(a: Tensor, b: Tensor) -> Tensor:
-    """All cosines cos(a_i, b_j) (MODELS.md §0 notation).
+    """All cosines cos(a_i, b_j) (docs/models.md §0 notation).
 
     Args:
         a: [N, H] vectors.

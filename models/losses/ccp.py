@@ -1,4 +1,4 @@
-"""CCP contrastive context prediction loss (MODELS.md §5, [CCP] Algorithm 1).
+"""CCP contrastive context prediction loss (docs/models.md §5, [CCP] Algorithm 1).
 
 Input: projection-head outputs z = g(h) of N windows of one language (each window's centre
 sentence and one other sentence of the window) and that language's memory bank.
@@ -18,7 +18,7 @@ def ccp_contrastive(
 
     The z's are L2-normalised here (so cos = dot); an anchor's positive p is its window
     partner, and its negatives are the other 2N−2 batch items and the bank rows. The bank
-    is used detached: no gradient flows into it (MODELS.md §5, averaged per §8.9).
+    is used detached: no gradient flows into it (docs/models.md §5, averaged per §8.9).
 
     Args:
         z_center: [N, H] head outputs of the window centres.

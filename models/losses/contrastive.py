@@ -1,4 +1,4 @@
-"""Semantic (semaCL) and language (langCL) contrastive losses of Hu et al. (MODELS.md §3, [H] eqs. 2–3).
+"""Semantic (semaCL) and language (langCL) contrastive losses of Hu et al. (docs/models.md §3, [H] eqs. 2–3).
 
 Input: passage-encoder embeddings of N parallel pairs (z_a[i], z_b[i]), and for langCL
 optionally Q non-parallel sentences. Both losses use cosine similarity.
@@ -14,7 +14,7 @@ from ._common import cosine_matrix, paired_info_nce
 
 
 def semantic_contrastive(z_a: Tensor, z_b: Tensor, temperature: float = 0.05) -> Tensor:
-    """semaCL, [H] eq. 2 (MODELS.md §3).
+    """semaCL, [H] eq. 2 (docs/models.md §3).
 
     L = −(1/2N) Σ_(i,j) [log(e^{cos(z_i,z_j)/τ} / Σ_{k≠i} e^{cos(z_i,z_k)/τ}) + (same with i, j swapped)],
     k running over all 2N items but the anchor, so the positive is in the denominator.
@@ -22,7 +22,7 @@ def semantic_contrastive(z_a: Tensor, z_b: Tensor, temperature: float = 0.05) ->
     Args:
         z_a: [N, H] one side of the pairs.
         z_b: [N, H] the other side; (z_a[i], z_b[i]) is a pair.
-        temperature: τ (unreported in [H]; 0.05 is our choice, MODELS.md §8.6).
+        temperature: τ (unreported in [H]; 0.05 is our choice, docs/models.md §8.6).
 
     Returns:
         Scalar loss.
@@ -31,7 +31,7 @@ def semantic_contrastive(z_a: Tensor, z_b: Tensor, temperature: float = 0.05) ->
 
 
 def language_contrastive(z_a: Tensor, z_b: Tensor, z_extra: Tensor | None = None) -> Tensor:
-    """langCL, [H] eq. 3 with MODELS.md §3's normalisation.
+    """langCL, [H] eq. 3 with docs/models.md §3's normalisation.
 
     For each pair (i, j) and each other item k of B = {z_a, z_b, z_extra} \\ {i, j},
     with a = exp(cos(z_i,z_k)), b = exp(cos(z_j,z_k)), the term is

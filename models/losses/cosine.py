@@ -1,4 +1,4 @@
-"""Sentence-BERT cosine-similarity regression loss of the bi-encoder (MODELS.md §2a, [D] eq. 8.1).
+"""Sentence-BERT cosine-similarity regression loss of the bi-encoder (docs/models.md §2a, [D] eq. 8.1).
 
 Input: pooled embeddings E(q_b), E(d_b) of B pointwise (q, d, r) triples and their labels r_b.
 """
@@ -10,7 +10,7 @@ from torch import Tensor
 
 
 def cosine_regression(q: Tensor, d: Tensor, labels: Tensor, max_label: int = 6) -> Tensor:
-    """(1/B) Σ_b (cos(q_b, d_b) − r_b / r_max)² (MODELS.md §2a).
+    """(1/B) Σ_b (cos(q_b, d_b) − r_b / r_max)² (docs/models.md §2a).
 
     Args:
         q: [B, H] query embeddings.

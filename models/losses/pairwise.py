@@ -1,4 +1,4 @@
-"""Pairwise ranking losses of the mBERT cross-encoder (MODELS.md §1, ambiguity §8.1).
+"""Pairwise ranking losses of the mBERT cross-encoder (docs/models.md §1, ambiguity §8.1).
 
 Input: the scores s+ = s(q_p, d+_p) and s− = s(q_p, d−_p) of P (query, positive, negative)
 triples, as two tensors of the same shape (typically [P]).
@@ -11,12 +11,12 @@ from torch import Tensor
 
 
 def pairwise_hinge(pos: Tensor, neg: Tensor, margin: float = 1.0) -> Tensor:
-    """Hinge loss (1/P) Σ_p max(0, margin − s+_p + s−_p) ([D] eq. 5.4, MODELS.md §1).
+    """Hinge loss (1/P) Σ_p max(0, margin − s+_p + s−_p) ([D] eq. 5.4, docs/models.md §1).
 
     Args:
         pos: [P] scores of the positives.
         neg: [P] scores of the negatives.
-        margin: the margin (1 in MODELS.md §1).
+        margin: the margin (1 in docs/models.md §1).
 
     Returns:
         Scalar mean loss.
@@ -25,7 +25,7 @@ def pairwise_hinge(pos: Tensor, neg: Tensor, margin: float = 1.0) -> Tensor:
 
 
 def pairwise_softmax(pos: Tensor, neg: Tensor) -> Tensor:
-    """CEDR's pairwise softmax loss (1/P) Σ_p [1 − exp(s+)/(exp(s+) + exp(s−))] (MODELS.md §1).
+    """CEDR's pairwise softmax loss (1/P) Σ_p [1 − exp(s+)/(exp(s+) + exp(s−))] (docs/models.md §1).
 
     Computed stably as sigmoid(s− − s+), which is the same quantity.
 

@@ -1,1 +1,1 @@
-"""The networks of MODELS.md: encoders, rankers and the DAP and CCP heads."""
+"""The networks of docs/models.md: encoders, rankers and the DAP and CCP heads."""

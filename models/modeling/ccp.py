@@ -1,8 +1,8 @@
-"""CCP's training state and post-processing (MODELS.md §5, [CCP] §3, Algorithm 1).
+"""CCP's training state and post-processing (docs/models.md §5, [CCP] §3, Algorithm 1).
 
 ``ProjectionHead`` is the SimCLR-style head g with asymmetric BatchNorm, ``MemoryBanks`` the
 language-specific FIFO queues of negatives, and ``Calibration`` the shift/scale/rotate
-post-processing of [CCP] §3.2 (MODELS.md §8.10). The loss is ``losses.ccp``.
+post-processing of [CCP] §3.2 (docs/models.md §8.10). The loss is ``losses.ccp``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ _CALIBRATION_FORMAT = "clirmatrix.calibration/1"
 
 
 class ProjectionHead(nn.Module):
-    """g = Linear -> BatchNorm1d -> ReLU -> Linear, used only for the CCP loss (MODELS.md §5, §8.9).
+    """g = Linear -> BatchNorm1d -> ReLU -> Linear, used only for the CCP loss (docs/models.md §5, §8.9).
 
     ``forward(h, batch_stats)`` picks the BatchNorm mode per call, ignoring ``self.training``:
     that is how Algorithm 1's asymmetric BN runs the centre batch with batch statistics and
@@ -28,7 +28,7 @@ class ProjectionHead(nn.Module):
 
     Args:
         hidden_size: width of the sentence vector h (and of the hidden layer).
-        out_size: width of z; defaults to ``hidden_size`` (MODELS.md §8.9).
+        out_size: width of z; defaults to ``hidden_size`` (docs/models.md §8.9).
     """
 
     def __init__(self, hidden_size: int, out_size: int | None = None):
@@ -70,7 +70,7 @@ class ProjectionHead(nn.Module):
 
 
 class MemoryBanks:
-    """One FIFO queue per language of detached, L2-normalised vectors ([CCP] §3.1, MODELS.md §5).
+    """One FIFO queue per language of detached, L2-normalised vectors ([CCP] §3.1, docs/models.md §5).
 
     Device and dtype: a language's queue lives where its latest pushed batch lives (an
     older queue is moved and cast on push); ``to(device)`` moves every queue. An empty
@@ -156,7 +156,7 @@ class CalibrationError(KeyError):
 
 
 class Calibration:
-    """Cross-lingual calibration of sentence embeddings: shift, scale, rotate ([CCP] §3.2, MODELS.md §5, §8.10).
+    """Cross-lingual calibration of sentence embeddings: shift, scale, rotate ([CCP] §3.2, docs/models.md §5, §8.10).
 
     Per-language mean and spread are streamed (:meth:`update`, Chan et al.'s parallel form
     of Welford's algorithm in float64, so no embedding is kept). The rotation W_{L->L'} is an

@@ -1,4 +1,4 @@
-"""The mBERT cross-encoder ranker (MODELS.md §1): s(q, d) = wᵀ dropout(h_CLS) + b."""
+"""The mBERT cross-encoder ranker (docs/models.md §1): s(q, d) = wᵀ dropout(h_CLS) + b."""
 
 from __future__ import annotations
 

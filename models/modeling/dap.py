@@ -1,4 +1,4 @@
-"""DAP's training-only modules (MODELS.md §4, [DAP] §3): the TR projection and the RTL head g.
+"""DAP's training-only modules (docs/models.md §4, [DAP] §3): the TR projection and the RTL head g.
 
 Both serve only the training losses in ``clirmatrix.models.losses.dap``; the sentence
 embedding at test time is the encoder's raw final-layer CLS vector.
@@ -16,7 +16,7 @@ from transformers.models.bert.modeling_bert import BertEmbeddings, BertForMasked
 
 
 class TranslationProjection(nn.Module):
-    """dense + tanh over the CLS vector, used only for the TR loss (MODELS.md §4, DAP code's ``MLPLayer``).
+    """dense + tanh over the CLS vector, used only for the TR loss (docs/models.md §4, DAP code's ``MLPLayer``).
 
     Args:
         hidden_size: width of the CLS vector (in and out).
@@ -33,7 +33,7 @@ class TranslationProjection(nn.Module):
 
 
 class RtlHead(nn.Module):
-    """The representation-translation-learning head g of [DAP] eq. 4 (MODELS.md §4).
+    """The representation-translation-learning head g of [DAP] eq. 4 (docs/models.md §4).
 
     K transformer layers and an MLM vocabulary head over
     ``(h_1..h_Sx, [MASK] x Sy)``: the source encoder's final token states followed by Sy

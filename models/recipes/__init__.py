@@ -1,4 +1,4 @@
-"""One training recipe per ``--model`` (MODELS.md §1-5), looked up by name in :data:`RECIPES`."""
+"""One training recipe per ``--model`` (docs/models.md §1-5), looked up by name in :data:`RECIPES`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What every training recipe shares: the directions, the stores, the collator, the rankers.
 
-A recipe is one ``--model`` of MODELS.md: it builds its network from a masked-LM
+A recipe is one ``--model`` of docs/models.md: it builds its network from a masked-LM
 backbone, draws one micro-batch per call to :meth:`Recipe.losses` from a seeded
 ``random.Random``, and hands evaluation a :class:`Ranker` that scores a query's
 candidates. The trainer knows nothing else about it.

@@ -1,4 +1,4 @@
-"""``--model bi-encoder``: one shared encoder, mean pooling, cosine (MODELS.md §2a).
+"""``--model bi-encoder``: one shared encoder, mean pooling, cosine (docs/models.md §2a).
 
 ``--loss cosine`` is the dissertation's regression of cos(q, d) onto label/6 over
 pointwise (query, document, label) triples (§2a, §8.11). ``--loss in-batch`` trains
@@ -59,7 +59,7 @@ class BiEncoderRecipe(Recipe):
 
 
 def draw_dpr_batch(recipe: Recipe, rng: random.Random, size: int) -> tuple[list[str], list[str], list[str]]:
-    """``size`` (query, positive, hard negative) texts (MODELS.md §2b "Data mapping")."""
+    """``size`` (query, positive, hard negative) texts (docs/models.md §2b "Data mapping")."""
 
     def example(direction: tuple[str, str], record: QueryRecord) -> tuple[str, str, str] | None:
         ids = dpr_example(record, rng)

@@ -1,4 +1,4 @@
-"""``--model ccp``: contrastive context prediction with MLM, then calibration (MODELS.md §5).
+"""``--model ccp``: contrastive context prediction with MLM, then calibration (docs/models.md §5).
 
 A step is an MLM step (chance ``--mlm-probability``) or a CCP step: ``batch_size``
 windows of ``--ccp-window`` consecutive sentences from one language's documents,
@@ -60,7 +60,7 @@ class CcpRecipe(Recipe):
         self.banks.push(lang, torch.cat([z_centre, z_partner]))
 
     def _windows(self, lang: str, rng: random.Random, size: int) -> tuple[list[str], list[str]]:
-        """Centre and partner sentences of ``size`` random windows of ``lang`` (MODELS.md §5 "Batch")."""
+        """Centre and partner sentences of ``size`` random windows of ``lang`` (docs/models.md §5 "Batch")."""
         centres, partners = [], []
         misses = 0
         while len(centres) < size:

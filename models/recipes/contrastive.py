@@ -1,4 +1,4 @@
-"""``--model contrastive``: a DPR dual encoder with semaCL and langCL (MODELS.md §2b, §3).
+"""``--model contrastive``: a DPR dual encoder with semaCL and langCL (docs/models.md §2b, §3).
 
 Each step back-propagates, one after the other ([H] §4): the in-batch retrieval
 loss L_IR on (query, best candidate, hard negative) triples with separate query and

@@ -1,4 +1,4 @@
-"""``--model cross-encoder``: the dissertation's mBERT re-ranker (MODELS.md §1).
+"""``--model cross-encoder``: the dissertation's mBERT re-ranker (docs/models.md §1).
 
 Each step draws queries uniformly over the run's directions (one direction: a
 bilingual model; the 56 MULTI-8 directions: the multilingual model), a better and

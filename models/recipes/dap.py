@@ -1,4 +1,4 @@
-"""``--model dap``: translation ranking plus representation translation learning (MODELS.md §4).
+"""``--model dap``: translation ranking plus representation translation learning (docs/models.md §4).
 
 Pairs (x, y) are Wikidata-linked titles (or lead sentences) of the run's
 directions, x the non-English side and y the English one (src and tgt when neither
@@ -18,7 +18,7 @@ from clirmatrix.models.modeling.encoder import Encoder, base_model
 from clirmatrix.models.recipes.base import DualEncoderRanker, LossTerms, Ranker, Recipe
 
 PIVOT = "en"
-TR_SCALE = 20.0  # φ = cos / 0.05 (DAP code, MODELS.md §8.8)
+TR_SCALE = 20.0  # φ = cos / 0.05 (DAP code, docs/models.md §8.8)
 IGNORE = -100
 
 
@@ -43,7 +43,7 @@ class DapRecipe(Recipe):
         projection = self.module["projection"]
         tr = translation_ranking(projection(source_states[:, 0]), projection(target_cls), scale=TR_SCALE, similarity="cosine")
         target_mask = target["attention_mask"].clone()
-        target_mask[:, 0] = 0  # the target's leading special token is not predicted (MODELS.md §4)
+        target_mask[:, 0] = 0  # the target's leading special token is not predicted (docs/models.md §4)
         logits = self.module["rtl"](source_states, source["attention_mask"], target_mask)
         labels = target["input_ids"].masked_fill(target_mask == 0, IGNORE)
         yield {"tr": tr, "rtl": rtl_loss(logits, labels, ignore_index=IGNORE)}

@@ -1,6 +1,6 @@
 """Text analyzers of the embedded engine, each the twin of an Elasticsearch analysis chain.
 
-PIPELINE.md section 4 wants the language's analyzer in the embedded engine and in
+docs/method.md section 4 wants the language's analyzer in the embedded engine and in
 Elasticsearch alike, so every analyzer here is a chain of Lucene components that
 Elasticsearch exposes, and ``Analyzer.spec`` writes that chain down:
 
@@ -409,7 +409,7 @@ _CHAINS: dict[str, tuple[str | None, str | None, str | None]] = {
 
 # THE table: which analyzer each language gets. "plain" = words + lowercase only,
 # "bigram" = bigrams + lowercase only; other names are the chains above. It covers
-# the 139 BI-139 languages (PIPELINE.md section 11) and a few unspaced others;
+# the 139 BI-139 languages (docs/method.md section 11) and a few unspaced others;
 # a language missing here gets "plain".
 LANGUAGE_ANALYZERS: dict[str, str] = {
     # Snowball stemmer (and the language's Lucene stop list where Lucene has one)

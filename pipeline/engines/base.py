@@ -1,4 +1,4 @@
-"""The contract every retrieval engine keeps (PIPELINE.md section 4).
+"""The contract every retrieval engine keeps (docs/method.md section 4).
 
 An engine indexes one language's documents, each with a ``title`` and a ``text``
 field, and answers batches of queries with the top ``k`` documents by BM25 over

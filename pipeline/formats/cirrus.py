@@ -1,6 +1,6 @@
 """CirrusSearch content dumps: pairs of a bulk action line and a document line.
 
-FORMATS.md section 2.2: the action is ``{"index":{"_type":"page","_id":"12"}}``
+docs/formats.md section 2.2: the action is ``{"index":{"_type":"page","_id":"12"}}``
 (``_type`` later ``_doc``, later absent). The document id is the action's ``_id``;
 the document's own ``page_id`` exists only since 2022 and is never relied on.
 Lines are paired by content (an object whose only key is ``index`` is an action),
@@ -25,14 +25,14 @@ from clirmatrix.pipeline.badinput import (
     FileReport,
 )
 
-# Reasons a well-formed document is left out (PIPELINE.md section 2).
+# Reasons a well-formed document is left out (docs/method.md section 2).
 OTHER_NAMESPACE = "other_namespace"
 REDIRECT = "redirect"
 EMPTY_TEXT = "empty_text"
 
 _ENTITY = re.compile(r"^Q[1-9][0-9]*$")
 # A page id as MediaWiki writes it: a decimal integer without leading zeros, below 2**63.
-# Later stages keep ids as 64-bit integers (PIPELINE.md section 0: the id is the page id).
+# Later stages keep ids as 64-bit integers (docs/method.md section 0: the id is the page id).
 _PAGE_ID = re.compile(r"^(?:0|[1-9][0-9]{0,17})$")
 
 

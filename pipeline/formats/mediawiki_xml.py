@@ -1,7 +1,7 @@
 """MediaWiki XML ``pages-articles`` dumps: namespace-0, non-redirect pages as plain text.
 
 A second source of documents for wikis or dates without a CirrusSearch dump
-(PIPELINE.md section 1.2, [ours]). Parsed with expat in a stream so a dump of any
+(docs/method.md section 1.2, [ours]). Parsed with expat in a stream so a dump of any
 size runs in constant memory and every problem is reported with its line. The
 ``<siteinfo>`` header supplies the wiki's localised File and Category names.
 """

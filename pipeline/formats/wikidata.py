@@ -1,6 +1,6 @@
 """The Wikidata JSON dump: one entity per line inside a JSON array.
 
-FORMATS.md section 3: line 1 is ``[``, every entity line ends with ``,`` but the
+docs/formats.md section 3: line 1 is ``[``, every entity line ends with ``,`` but the
 last, and the final line is ``]``. Only Wikipedia sitelinks of the selected
 languages are kept, matched on the exact site key (``enwiki``, never
 ``enwikiquote`` or ``commonswiki``).

@@ -17,6 +17,8 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
+from clirmatrix.pipeline.download import OFFICIAL_BASE_URL
+
 # Piped or logged, rich would wrap every table to 80 columns; wide enough for our tables instead.
 console = Console(stderr=True, width=None if sys.stderr.isatty() or "COLUMNS" in os.environ else 160)
 LOG = logging.getLogger("clirmatrix")
@@ -324,7 +326,7 @@ def engines_compare(lang: str, corpus: str, queries: str, es_url: str | None, k:
 @click.option("--tgt", default="all", show_default=True, help="Document languages (comma-separated, or all); for docs sets, the languages.")
 @click.option("--split", "splits", default="train,dev,test1,test2", show_default=True, help="Splits to fetch.")
 @click.option("--to", "to_dir", default="clirmatrix-data", show_default=True, type=click.Path(file_okay=False), help="Folder to write into (the release layout).")
-@click.option("--base-url", default="http://www.cs.jhu.edu/~shuosun/clirmatrix/data/", show_default=True, help="Server, mirror, local folder or file:// URL (e.g. a clirmatrix build).")
+@click.option("--base-url", default=OFFICIAL_BASE_URL, show_default=True, help="Server, mirror, local folder or file:// URL (e.g. a clirmatrix build).")
 @click.option("--index", default=None, help="downloads.json.gz to resolve files with (URL or file) [default: BASE_URL/downloads.json.gz].")
 @click.option("--jobs", type=click.IntRange(min=1), default=4, show_default=True, help="Parallel downloads.")
 @click.option("--dry-run", is_flag=True, help="List the files and their total size; fetch nothing.")
