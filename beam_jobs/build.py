@@ -44,6 +44,7 @@ from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.fingerprint import fingerprint
 from clirmatrix.pipeline.localio import md5_of
 from clirmatrix.pipeline.release import ReleaseSettings
+from clirmatrix.pipeline.report import write_report
 from clirmatrix.pipeline.retrieval import RetrievalSettings, check_engine
 from clirmatrix.pipeline.splits import SplitSettings
 
@@ -182,13 +183,26 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
         "dropped_languages": sorted(summaries["extract_docs"]["dropped"]),
         "notes": found.notes,
         "counts": _counts(summaries),
+        "input_counts": _input_counts(summaries),
         "files": _file_counts(summaries["write"]["files"]),
         "stage_fingerprints": keys,
     }
     fileio.write_json(fileio.join(config.out, layout.MANIFEST), manifest)
+    if fileio.is_remote(config.out):
+        found.notes.append(f"no {layout.REPORT} in {config.out} (an object store): run clirmatrix report on a local copy")
+    else:
+        write_report(config.out, finished_only=False)
     fileio.remove_tree(marker)
     seconds = {name: log.seconds(name) for name in STAGES}
     return BuildResult(config.out, work.root, summaries, seconds, log.skipped, found.notes)
+
+
+def _input_counts(summaries: dict[str, dict]) -> dict[str, dict]:
+    """Per language (and for Wikidata) what the readers met: records, and bad records by kind."""
+    counts = {lang: {"records": entry["records"], "rejected": entry["rejected"]} for lang, entry in summaries["extract_docs"]["languages"].items()}
+    sitelinks = summaries["extract_sitelinks"]
+    counts["wikidata"] = {"records": sitelinks["entities_read"], "rejected": sitelinks["rejected"]}
+    return counts
 
 
 def _file_counts(files: Sequence[dict]) -> dict[str, dict[str, int]]:

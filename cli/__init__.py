@@ -377,6 +377,17 @@ def download(dataset: str, src: str, tgt: str, splits: str, to_dir: str, base_ur
         click.get_current_context().exit(1)
 
 
+@cli.command()
+@click.argument("root", type=click.Path(exists=True, file_okay=False))
+def report(root: str) -> None:
+    """Write ROOT/report.html: one self-contained page about a build or a download."""
+    from clirmatrix.pipeline.report import write_report
+
+    with console.status(f"reading {root}"):
+        path = write_report(root)
+    console.print(f"[green]wrote[/] {path}")
+
+
 @cli.command("irds")
 @click.argument("root", type=click.Path(exists=True, file_okay=False))
 @click.option("--prefix", default="clirmatrix-local", show_default=True, help="Namespace of the ids (not clirmatrix, which is the official release's).")

@@ -21,6 +21,7 @@ LABELS = range(0, 7)  # 0 = filler / not retrieved, 1-5 = Jenks class, 6 = the q
 
 INDEX = "downloads.json.gz"
 MANIFEST = "manifest.json"
+REPORT = "report.html"  # a page to look at (pipeline/report.py); not a released file
 STATS_DIR = "stats"
 # Present in a build's OUT from the build's first write there until its index and manifest
 # are written: a folder holding it is unfinished (running, failed or killed), whatever

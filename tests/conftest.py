@@ -85,9 +85,9 @@ def without_location(files: dict[str, bytes], root_url: str) -> dict[str, bytes]
     """Released files with the index's absolute URLs cut back to paths: the index names where a build is, the rest must not."""
     import gzip
 
-    from clirmatrix.pipeline.layout import INDEX, MANIFEST
+    from clirmatrix.pipeline.layout import INDEX, MANIFEST, REPORT
 
-    cleaned = {path: data for path, data in files.items() if path != MANIFEST}  # the manifest names the folder too
+    cleaned = {path: data for path, data in files.items() if path not in (MANIFEST, REPORT)}  # both name the folder too
     if INDEX in cleaned:
         cleaned[INDEX] = gzip.decompress(cleaned[INDEX]).replace(root_url.rstrip("/").encode() + b"/", b"")
     return cleaned

@@ -35,7 +35,7 @@ def test_output_has_exactly_the_release_layout(built):
     assert files == expected
     others = {path for path in every if not layout.parse_path(path)}
     assert {layout.INDEX, layout.MANIFEST} <= others
-    assert all(path in (layout.INDEX, layout.MANIFEST) or path.startswith("stats/") for path in others)
+    assert all(path in (layout.INDEX, layout.MANIFEST, layout.REPORT) or path.startswith("stats/") for path in others)
 
 
 def test_validate_passes_on_the_build(built):
