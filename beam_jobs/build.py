@@ -20,7 +20,7 @@ import logging
 import os
 import platform
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from importlib import metadata
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -231,15 +231,18 @@ def _counts(summaries: dict[str, dict]) -> dict:
 
 
 def run(argv: Sequence[str] | None = None) -> BuildResult:
+    """Entry point in the style of Beam's examples: the build's settings as flags (derived from ``BuildConfig``), the rest go to Beam."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dumps")
-    parser.add_argument("--out")
-    parser.add_argument("--config")
-    parser.add_argument("--langs")
-    parser.add_argument("--min-docs", type=int)
-    parser.add_argument("--seed", type=int)
+    parser.add_argument("--config", help="TOML or YAML file with any of these settings; flags win.")
+    for setting in fields(BuildConfig):
+        flag, default = "--" + setting.name.replace("_", "-"), setting.default
+        if isinstance(default, bool):
+            parser.add_argument(flag, dest=setting.name, action="store_const", const=True, default=None, help=setting.metadata["help"])
+        else:
+            kind = type(default) if isinstance(default, (int, float)) else str
+            parser.add_argument(flag, dest=setting.name, type=kind, default=None, help=setting.metadata["help"])
     args, beam_args = parser.parse_known_args(argv)
-    flags = {"dumps": args.dumps, "out": args.out, "langs": args.langs, "min_docs": args.min_docs, "seed": args.seed}
+    flags = {setting.name: getattr(args, setting.name) for setting in fields(BuildConfig)}
     return run_build(resolve(args.config, flags), beam_args)
 
 

@@ -20,12 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from clirmatrix.beam_jobs import common, runners
-from clirmatrix.beam_jobs.extract_docs import DEFAULT_MIN_DOCS, DocsSettings, run_extract_docs
+from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
 from clirmatrix.beam_jobs.extract_sitelinks import run_extract_sitelinks
 from clirmatrix.beam_jobs.link_entities import run_link_entities
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION
-from clirmatrix.pipeline.config import comma_list
+from clirmatrix.pipeline.config import DEFAULT_MIN_DOCS, comma_list
 from clirmatrix.pipeline.dumps import DumpSet, discover
 from clirmatrix.pipeline.errors import MissingInputError
 

@@ -30,7 +30,7 @@ from apache_beam.metrics import Metrics
 from clirmatrix.beam_jobs import common
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, FileReport, check_bad_fraction
-from clirmatrix.pipeline.config import comma_list
+from clirmatrix.pipeline.config import DEFAULT_MIN_DOCS, comma_list
 from clirmatrix.pipeline.dedup import drop_duplicate_ids
 from clirmatrix.pipeline.dumps import CIRRUS, DumpFile, discover
 from clirmatrix.pipeline.formats import cirrus, mediawiki_xml
@@ -43,7 +43,6 @@ from clirmatrix.schemas import DOCS
 
 LOG = logging.getLogger("clirmatrix")
 DUPLICATE_ID = "duplicate_id"
-DEFAULT_MIN_DOCS = 10_000
 # Rows carry two texts (~6 KB in the benchmark): 2,000 of them keep the batch in memory the
 # allocators reuse; 10,000 (the default) made every flush fault in fresh pages (twice the
 # page faults, 5-10% more CPU, 1.8x the peak memory of a worker).

@@ -11,13 +11,17 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from dataclasses import fields
 
 import click
 from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
+from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION
+from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_MIN_DOCS, DEFAULT_SEED, DEFAULT_TRAIN_SIZE
 from clirmatrix.pipeline.download import OFFICIAL_BASE_URL
+from clirmatrix.pipeline.engines.base import Bm25Settings
 
 # Piped or logged, rich would wrap every table to 80 columns; wide enough for our tables instead.
 console = Console(stderr=True, width=None if sys.stderr.isatty() or "COLUMNS" in os.environ else 160)
@@ -55,7 +59,7 @@ def cli(verbose: bool) -> None:
 @click.argument("out_dir", type=click.Path(file_okay=False))
 @click.option("--docs-per-lang", type=click.IntRange(min=50), default=2000, show_default=True, help="About this many articles per language.")
 @click.option("--langs", default=",".join(DEFAULT_SAMPLE_LANGS), show_default=True, help="Languages to generate.")
-@click.option("--seed", type=int, default=13, show_default=True)
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
 @click.option("--clean/--broken", default=False, show_default=True, help="--broken (default) puts one bad record in each dump, as real dumps have.")
 def sample(out_dir: str, docs_per_lang: int, langs: str, seed: int, clean: bool) -> None:
     """Write small, realistic sample dumps (CirrusSearch, XML, Wikidata) into OUT_DIR."""
@@ -76,8 +80,8 @@ def sample(out_dir: str, docs_per_lang: int, langs: str, seed: int, clean: bool)
 @click.option("--out", "out_dir", required=True, help="Folder for docs/, sitelinks/, entity_docs/ Parquet.")
 @click.option("--langs", default=None, help="Comma-separated languages (default: every language found).")
 @click.option("--source", type=click.Choice(["auto", "cirrus", "xml"]), default="auto", show_default=True, help="Which dump kind to read documents from.")
-@click.option("--min-docs", type=click.IntRange(min=0), default=10_000, show_default=True, help="Drop languages with fewer documents.")
-@click.option("--max-bad-fraction", type=click.FloatRange(0, 1), default=0.001, show_default=True, help="Fail when more input than this is bad.")
+@click.option("--min-docs", type=click.IntRange(min=0), default=DEFAULT_MIN_DOCS, show_default=True, help="Drop languages with fewer documents.")
+@click.option("--max-bad-fraction", type=click.FloatRange(0, 1), default=DEFAULT_MAX_BAD_FRACTION, show_default=True, help="Fail when more input than this is bad.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Local worker processes (default: one per input file, up to the cores).")
 @click.option("--skip-missing", is_flag=True, help="Skip languages of --langs that have no dump (default: an error).")
 @click.pass_context
@@ -130,36 +134,32 @@ def _print_extract_summary(result, out_dir: str) -> None:
     console.print(f"[green]done[/]: Parquet in {out_dir}/docs, {out_dir}/sitelinks, {out_dir}/entity_docs")
 
 
-_BUILD_FLAGS = (
-    "dumps", "out", "work", "langs", "skip_missing", "multi_langs", "seed", "min_docs", "train_size", "eval_size", "engine", "k1", "b", "combine",
-    "source", "max_bad_fraction", "base_url", "es_url", "workers", "threads", "shard_docs", "block_size",
-)
+def _build_options(command):
+    """One flag per ``BuildConfig`` field, its help and type read from the field: the dataclass is the one source.
+
+    Flags default to None, so a config file's value (or the dataclass default) fills
+    what the command line leaves out; ``BuildConfig.check`` judges the result.
+    """
+    from clirmatrix.pipeline.config import BuildConfig
+
+    for setting in reversed(fields(BuildConfig)):
+        rule, default = setting.metadata, setting.default
+        shown = ",".join(default) if isinstance(default, tuple) else default
+        help_text = rule["help"] + (" [required: as a flag or in the config file]" if rule.get("required") else "")
+        if "[default:" not in help_text and not rule.get("required") and shown not in ("", ()):
+            help_text += f" [default: {shown}]"
+        kind = click.Choice(rule["choices"]) if "choices" in rule else None if isinstance(default, (str, tuple)) else type(default)
+        flag = "--" + setting.name.replace("_", "-")
+        if isinstance(default, bool):
+            command = click.option(flag, setting.name, is_flag=True, default=None, help=help_text)(command)
+        else:
+            command = click.option(flag, setting.name, type=kind, default=None, help=help_text)(command)
+    return command
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@click.option("--dumps", default=None, help="Folder with {lang}wiki-* dumps and one Wikidata dump.")
-@click.option("--out", default=None, help="Output folder: BI-139/, MULTI-8/, DOCS/, DOCS-FULL/, downloads.json.gz, stats/, manifest.json.")
-@click.option("--work", default=None, help="Intermediate Parquet (default: OUT/.work).")
+@_build_options
 @click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False), help="TOML or YAML file with any of these settings; flags win.")
-@click.option("--langs", default=None, help="Comma-separated languages (default: every language found).")
-@click.option("--skip-missing", is_flag=True, default=None, help="Skip languages of --langs that have no dump [default: an error].")
-@click.option("--multi-langs", default=None, help="MULTI-8 languages, built when all are present [default: ar,de,en,es,fr,ja,ru,zh].")
-@click.option("--seed", type=int, default=None, help="Seed of splits and filler documents [default: 13].")
-@click.option("--min-docs", type=click.IntRange(min=0), default=None, help="Drop languages with fewer documents [default: 10000].")
-@click.option("--train-size", type=click.IntRange(min=0), default=None, help="Base train queries per direction [default: 10000].")
-@click.option("--eval-size", type=click.IntRange(min=0), default=None, help="dev, test1 and test2 queries per direction (a quarter each below 4x) [default: 1000].")
-@click.option("--engine", type=click.Choice(["embedded", "elasticsearch"]), default=None, help="Retrieval engine [default: embedded].")
-@click.option("--k1", type=float, default=None, help="BM25 k1 [default: 1.2].")
-@click.option("--b", type=float, default=None, help="BM25 b [default: 0.3].")
-@click.option("--combine", type=click.Choice(["best_fields", "most_fields"]), default=None, help="How title and text scores combine [default: best_fields].")
-@click.option("--source", type=click.Choice(["auto", "cirrus", "xml"]), default=None, help="Which dump kind to read documents from [default: auto].")
-@click.option("--max-bad-fraction", type=click.FloatRange(0, 1), default=None, help="Fail when more input than this is bad [default: 0.001].")
-@click.option("--base-url", default=None, help="URL prefix written into downloads.json.gz [default: OUT's own file:// URL].")
-@click.option("--es-url", default=None, help="Elasticsearch for --engine elasticsearch: one URL, or en=URL,de=URL [default: $CLIRMATRIX_ES_URL].")
-@click.option("--workers", type=click.IntRange(min=0), default=None, help="Local worker processes (default: one per unit, up to the cores).")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Search threads per worker [default: 1].")
-@click.option("--shard-docs", type=click.IntRange(min=1), default=None, help="Documents per retrieval shard; results do not depend on it [default: 500000].")
-@click.option("--block-size", type=click.IntRange(min=1), default=None, help="Queries per unit of labelling, propagation and writing [default: 100000].")
 @click.pass_context
 def build(ctx: click.Context, config_file: str | None, **flags) -> None:
     """Build BI-139, MULTI-8 and DOCS from dumps, resuming finished stages.
@@ -170,7 +170,7 @@ def build(ctx: click.Context, config_file: str | None, **flags) -> None:
     from clirmatrix.beam_jobs.build import run_build
     from clirmatrix.pipeline.config import resolve
 
-    config = resolve(config_file, {name: flags[name] for name in _BUILD_FLAGS})
+    config = resolve(config_file, flags)
     with console.status("building (progress is logged per stage)"):
         result = run_build(config, ctx.args)
     _print_build_summary(result)
@@ -228,9 +228,9 @@ def _print_bad_input(result) -> None:
 @click.option("--lang", default=None, help="Language code: picks its analyzer from the table (unknown codes get plain).")
 @click.option("--analyzer", default=None, help="An analyzer by name instead: plain = standard tokenization and lowercasing only.")
 @click.option("--k", type=click.IntRange(min=1), default=100, show_default=True, help="Hits per query.")
-@click.option("--k1", type=float, default=1.2, show_default=True)
-@click.option("--b", type=float, default=0.3, show_default=True)
-@click.option("--title-boost", type=float, default=2.0, show_default=True)
+@click.option("--k1", type=float, default=Bm25Settings.k1, show_default=True)
+@click.option("--b", type=float, default=Bm25Settings.b, show_default=True)
+@click.option("--title-boost", type=float, default=Bm25Settings.title_boost, show_default=True)
 @click.option("--combine", type=click.Choice(["best_fields", "most_fields"]), default="best_fields", show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--tag", default="clirmatrix", show_default=True, help="Run tag (last column).")
@@ -253,8 +253,8 @@ def search(corpus: str, queries: str, lang: str | None, analyzer: str | None, k:
 
 @cli.command()
 @click.argument("root", type=click.Path(exists=True, file_okay=False))
-@click.option("--train-size", type=click.IntRange(min=0), default=10_000, show_default=True)
-@click.option("--eval-size", type=click.IntRange(min=0), default=1_000, show_default=True)
+@click.option("--train-size", type=click.IntRange(min=0), default=DEFAULT_TRAIN_SIZE, show_default=True)
+@click.option("--eval-size", type=click.IntRange(min=0), default=DEFAULT_EVAL_SIZE, show_default=True)
 def validate(root: str, train_size: int, eval_size: int) -> None:
     """Check a build or a download against every rule of the release; exit 1 when any fails."""
     from clirmatrix.pipeline.validate import print_report

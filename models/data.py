@@ -28,7 +28,6 @@ import logging
 import os
 import re
 import sqlite3
-import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import permutations
@@ -42,7 +41,7 @@ from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.jsonl import QueryRecord, iter_lines, iter_queries, parse_query
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.loader import QuerySplit, documents
-from clirmatrix.pipeline.localio import atomic_write
+from clirmatrix.pipeline.localio import atomic_path, atomic_write
 from clirmatrix.pipeline.truncate import SENTENCE_SPLIT
 
 try:  # POSIX; elsewhere concurrent builders each build and the last os.replace wins
@@ -133,9 +132,8 @@ class _SqliteIndex:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def _build(self, fingerprint: str) -> None:
-        temporary = self.index_path.with_name(f".{self.index_path.name}.tmp-{uuid.uuid4().hex[:12]}")
         log.info("indexing %s into %s", ", ".join(map(str, self.sources)), self.index_path)
-        try:
+        with atomic_path(self.index_path) as temporary:
             connection = sqlite3.connect(temporary)
             try:
                 # The file is private until os.replace, so no journal and no fsync per commit.
@@ -155,9 +153,6 @@ class _SqliteIndex:
                 connection.commit()
             finally:
                 connection.close()
-            os.replace(temporary, self.index_path)
-        finally:
-            temporary.unlink(missing_ok=True)
 
     def _rows(self) -> Iterator[tuple]:
         raise NotImplementedError

@@ -18,73 +18,85 @@ comma-separated strings. Example ``build.toml``::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import tomllib
 import yaml
 
+from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION
+from clirmatrix.pipeline.engines.base import COMBINATIONS, Bm25Settings
 from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SHARD_DOCS
 
 ENGINES = ("embedded", "elasticsearch")
-COMBINES = ("best_fields", "most_fields")
+COMBINES = COMBINATIONS
 SOURCES = ("auto", "cirrus", "xml")
+
+# The defaults every command and job takes from here (the paper's where it gives one).
+DEFAULT_SEED = 13
+DEFAULT_MIN_DOCS = 10_000  # dissertation 7.2.2
+DEFAULT_TRAIN_SIZE = 10_000  # base train queries per direction (7.2.4)
+DEFAULT_EVAL_SIZE = 1_000  # dev, test1, test2 queries per direction (7.2.4)
+_BM25 = Bm25Settings()  # k1 1.2, b 0.3 (footnote 9), title^2, best_fields
 
 
 class ConfigError(InvalidInputError):
     """A config file or flag value that cannot be used; the message names the file or flag."""
 
 
+def _setting(default: object, help: str, **rule: object) -> object:
+    """A setting with what ``--help`` says of it and what it may be; flags and config keys derive from these fields."""
+    return field(default=default, metadata={"help": help, **rule})
+
+
 @dataclass(frozen=True)
 class BuildConfig:
-    """Everything a build depends on (docs/method.md); the defaults are the paper's."""
+    """Everything a build depends on (docs/method.md): each setting's default, help and check, in one place."""
 
-    dumps: str = ""
-    out: str = ""
-    work: str = ""  # default: OUT/.work
-    langs: tuple[str, ...] = ()  # default: every language found in the dumps
-    skip_missing: bool = False  # a language of `langs` without a dump: skipped with a note instead of an error
-    multi_langs: tuple[str, ...] = MULTI8_LANGUAGES
-    seed: int = 13
-    min_docs: int = 10_000
-    train_size: int = 10_000
-    eval_size: int = 1_000
-    engine: str = "embedded"
-    k: int = 100
-    k1: float = 1.2
-    b: float = 0.3
-    title_boost: float = 2.0
-    combine: str = "best_fields"
-    source: str = "auto"
-    max_bad_fraction: float = 0.001
-    base_url: str = ""
-    es_url: str = ""  # Elasticsearch: one URL, or "en=URL,de=URL"; default $CLIRMATRIX_ES_URL
-    workers: int = 0  # 0: one per unit of work, up to the number of cores
-    threads: int = 1  # search threads inside one worker
-    shard_docs: int = DEFAULT_SHARD_DOCS  # documents per retrieval shard (results do not depend on it)
-    block_size: int = DEFAULT_BLOCK_SIZE  # queries per unit of labelling, propagation and writing
+    dumps: str = _setting("", "Folder (or gs://, s3:// prefix) with {lang}wiki-* dumps and one Wikidata dump.", required=True)
+    out: str = _setting("", "Output folder: BI-139/, MULTI-8/, DOCS/, DOCS-FULL/, downloads.json.gz, stats/, manifest.json, report.html.", required=True)
+    work: str = _setting("", "Intermediate Parquet [default: OUT/.work].")
+    langs: tuple[str, ...] = _setting((), "Comma-separated languages [default: every language found].")
+    skip_missing: bool = _setting(False, "Skip languages of --langs that have no dump [default: an error].")
+    multi_langs: tuple[str, ...] = _setting(MULTI8_LANGUAGES, "MULTI-8 languages, built when all are present.")
+    seed: int = _setting(DEFAULT_SEED, "Seed of the splits and the filler documents.")
+    min_docs: int = _setting(DEFAULT_MIN_DOCS, "Drop languages with fewer documents.", min=0)
+    train_size: int = _setting(DEFAULT_TRAIN_SIZE, "Base train queries per direction.", min=0)
+    eval_size: int = _setting(DEFAULT_EVAL_SIZE, "dev, test1 and test2 queries per direction (a quarter each below 4x as many).", min=0)
+    engine: str = _setting("embedded", "Retrieval engine.", choices=ENGINES)
+    k: int = _setting(100, "Documents kept per query (the paper's top 100).", min=1)
+    k1: float = _setting(_BM25.k1, "BM25 k1.", min=0)
+    b: float = _setting(_BM25.b, "BM25 b.", min=0, max=1)
+    title_boost: float = _setting(_BM25.title_boost, "Weight of the title field.", above=0)
+    combine: str = _setting(_BM25.combine, "How title and text scores combine.", choices=COMBINES)
+    source: str = _setting("auto", "Which dump kind to read documents from.", choices=SOURCES)
+    max_bad_fraction: float = _setting(DEFAULT_MAX_BAD_FRACTION, "Fail when more input than this is bad.", min=0, max=1)
+    base_url: str = _setting("", "URL prefix written into downloads.json.gz [default: OUT's own file:// URL].")
+    es_url: str = _setting("", "Elasticsearch for --engine elasticsearch: one URL, or en=URL,de=URL [default: $CLIRMATRIX_ES_URL].")
+    workers: int = _setting(0, "Local worker processes [default: one per unit, up to the cores].", min=0)
+    threads: int = _setting(1, "Search threads per worker.", min=1)
+    shard_docs: int = _setting(DEFAULT_SHARD_DOCS, "Documents per retrieval shard; results do not depend on it.", min=1)
+    block_size: int = _setting(DEFAULT_BLOCK_SIZE, "Queries per unit of labelling, propagation and writing.", min=1)
 
     @property
     def work_dir(self) -> str:
         return self.work or f"{self.out.rstrip('/')}/.work"
 
     def check(self) -> BuildConfig:
-        """Raise ConfigError for values no stage could use."""
+        """Raise ConfigError for values no stage could use: the one place each setting is checked."""
         if not self.dumps or not self.out:
             raise ConfigError("both --dumps and --out are required (as flags or in the config file)")
-        for name, allowed in (("engine", ENGINES), ("combine", COMBINES), ("source", SOURCES)):
-            if getattr(self, name) not in allowed:
-                raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
-        for name in ("min_docs", "train_size", "eval_size", "k", "workers", "threads"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must not be negative")
-        for name in ("shard_docs", "block_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be at least 1")
-        if not 0 <= self.b <= 1 or self.k1 < 0:
-            raise ConfigError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={self.k1}, b={self.b}")
+        for setting in fields(self):
+            value, rule = getattr(self, setting.name), setting.metadata
+            if "choices" in rule and value not in rule["choices"]:
+                raise ConfigError(f"{setting.name} must be one of {', '.join(rule['choices'])}, got {value!r}")
+            if ("min" in rule and not value >= rule["min"]) or ("max" in rule and not value <= rule["max"]):  # NaN fails too
+                bounds = f"between {rule['min']} and {rule['max']}" if "max" in rule else f"at least {rule['min']}"
+                raise ConfigError(f"{setting.name} must be {bounds}, got {value!r}")
+            if "above" in rule and not value > rule["above"]:
+                raise ConfigError(f"{setting.name} must be above {rule['above']}, got {value!r}")
         return self
 
 

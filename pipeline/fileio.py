@@ -24,7 +24,7 @@ from isal import igzip_threaded
 
 from clirmatrix.pipeline.badinput import CORRUPT_STREAM, TRUNCATED_STREAM, FileReport
 from clirmatrix.pipeline.errors import InputError
-from clirmatrix.pipeline.localio import STREAM_ERRORS  # readers catch it from here too
+from clirmatrix.pipeline.localio import STREAM_ERRORS, atomic_write  # readers catch STREAM_ERRORS from here too
 
 
 class _SharedS3Clients:
@@ -179,8 +179,13 @@ def atomic_create(path: str) -> Iterator[BinaryIO]:
     """Write to a temporary name beside ``path``; rename over ``path`` only on success.
 
     The rename replaces an older file of that name (``os.rename`` locally, a copy on
-    object stores), so no file ever has its final name before it is whole.
+    object stores), so no file ever has its final name before it is whole. A local path
+    goes through ``localio.atomic_write``, the one local implementation.
     """
+    if not is_remote(path):
+        with atomic_write(path) as handle:
+            yield handle
+        return
     make_dirs(posixpath.dirname(path))
     temporary = _temporary_name(path)
     handle = FileSystems.create(temporary, compression_type=CompressionTypes.UNCOMPRESSED)

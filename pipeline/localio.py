@@ -31,14 +31,24 @@ def md5_of(stream: IO[bytes], chunk: int = 8 << 20) -> str:
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | os.PathLike) -> Iterator[BinaryIO]:
-    """Write to a hidden temporary file beside ``path``; it takes the name only when the block succeeds."""
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """A hidden temporary path beside ``path`` that takes its name only when the block succeeds.
+
+    The one way every local output is written (files, and SQLite databases that need a
+    path): a file with its final name is always whole; a failure leaves nothing behind.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex[:12]}")
     try:
-        with open(temporary, "wb") as handle:
-            yield handle
+        yield temporary
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """Write a local file atomically (``atomic_path``), through an open binary handle."""
+    with atomic_path(path) as temporary, open(temporary, "wb") as handle:
+        yield handle

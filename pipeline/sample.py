@@ -31,6 +31,8 @@ from pathlib import Path
 
 import orjson
 
+from clirmatrix.pipeline.config import DEFAULT_SEED
+
 DATE = "20240301"
 SCRIPTS = {
     "en": "latin", "de": "latin", "es": "latin", "fr": "latin", "ru": "cyrillic", "ar": "arabic", "zh": "han", "ja": "kana",
@@ -141,7 +143,7 @@ def _text(rng: random.Random, lang: str, entity: Entity) -> str:
     return ("" if lang in _UNSPACED else " ").join(sentences)
 
 
-def make_world(docs_per_lang: int = 2000, langs: tuple[str, ...] = DEFAULT_LANGS, seed: int = 13) -> SampleWorld:
+def make_world(docs_per_lang: int = 2000, langs: tuple[str, ...] = DEFAULT_LANGS, seed: int = DEFAULT_SEED) -> SampleWorld:
     """Entities with their per-language titles and page ids."""
     rng = random.Random(seed)
     n_entities = int(docs_per_lang / 0.8)
@@ -319,7 +321,7 @@ def _wikidata_dump(world: SampleWorld, broken: bool) -> bytes:
     return ("[\n" + ",\n".join(lines) + "\n]\n").encode()
 
 
-def write_sample_dumps(out_dir: str | Path, docs_per_lang: int = 2000, langs: tuple[str, ...] = DEFAULT_LANGS, seed: int = 13, broken: bool = True) -> SampleWorld:
+def write_sample_dumps(out_dir: str | Path, docs_per_lang: int = 2000, langs: tuple[str, ...] = DEFAULT_LANGS, seed: int = DEFAULT_SEED, broken: bool = True) -> SampleWorld:
     """Write the sample dumps for ``langs`` into ``out_dir``; returns what was generated."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -397,7 +399,7 @@ def _write_scale_wikidata(job: tuple[str, int, str, int]) -> int:
     return docs
 
 
-def write_scale_dumps(out_dir: str | Path, docs: int, partner: str = "de", partner_docs: int = 20_000, parts: int = 8, seed: int = 13, processes: int = 2) -> dict[str, int]:
+def write_scale_dumps(out_dir: str | Path, docs: int, partner: str = "de", partner_docs: int = 20_000, parts: int = 8, seed: int = DEFAULT_SEED, processes: int = 2) -> dict[str, int]:
     """A large English dump of ``docs`` articles (Hive layout, ``parts`` gzip parts) with a small ``partner`` language.
 
     The same vocabulary and article text as the sample dumps, with as many topics as

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from clirmatrix.pipeline import fileio
+from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_SEED, DEFAULT_TRAIN_SIZE
 from clirmatrix.pipeline.corpus import WorkDirs, iter_catalog
 from clirmatrix.pipeline.layout import EVAL_SPLITS, SPLITS
 from clirmatrix.pipeline.parquet_io import ParquetSink, read_table, write_table
@@ -44,9 +45,9 @@ NOT_CHOSEN = -1
 class SplitSettings:
     """How many queries each set of a direction takes, and the seed of who they are."""
 
-    seed: int = 13
-    train_size: int = 10_000
-    eval_size: int = 1_000
+    seed: int = DEFAULT_SEED
+    train_size: int = DEFAULT_TRAIN_SIZE
+    eval_size: int = DEFAULT_EVAL_SIZE
 
 
 def query_key(lang: str, doc_id: str, entity: str | None) -> str:

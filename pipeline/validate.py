@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import orjson
 from isal import igzip
 
+from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_TRAIN_SIZE
 from clirmatrix.pipeline.jsonl import MalformedRecordError, QueryRecord, iter_lines, parse_doc, parse_query, walk_release
 from clirmatrix.pipeline.layout import (
     BASE_CANDIDATES,
@@ -599,7 +600,7 @@ class _SourceCheck:
         return places
 
 
-def validate(root: str, *, train_size: int = 10_000, eval_size: int = 1_000, on_file: Callable[[str], None] | None = None) -> ValidationReport:
+def validate(root: str, *, train_size: int = DEFAULT_TRAIN_SIZE, eval_size: int = DEFAULT_EVAL_SIZE, on_file: Callable[[str], None] | None = None) -> ValidationReport:
     """Check a build (``manifest.json`` present) or a downloaded (partial) release under ``root``.
 
     Args:

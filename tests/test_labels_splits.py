@@ -262,3 +262,26 @@ def test_bad_config_names_the_file(tmp_path, text, message):
     with pytest.raises(ConfigError, match=message) as error:
         resolve(str(path), {"dumps": "d", "out": "o"})
     assert str(path) in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "setting, value, message",
+    [("b", 1.5, "b must be between 0 and 1"), ("k1", float("nan"), "k1 must be at least 0"), ("engine", "solr", "engine must be one of embedded, elasticsearch"),
+     ("threads", 0, "threads must be at least 1"), ("title_boost", 0.0, "title_boost must be above 0")],
+)  # fmt: skip
+def test_each_setting_is_checked_once_where_it_is_declared(setting, value, message):
+    with pytest.raises(ConfigError, match=message):
+        resolve(None, {"dumps": "d", "out": "o", setting: value})
+
+
+def test_the_build_flags_and_help_come_from_the_settings_dataclass():
+    from dataclasses import fields
+
+    from click.testing import CliRunner
+
+    from clirmatrix.cli import build
+    from clirmatrix.pipeline.config import BuildConfig
+
+    assert {param.name for param in build.params} - {"config_file"} == {setting.name for setting in fields(BuildConfig)}
+    text = CliRunner().invoke(build, ["--help"], terminal_width=200).output
+    assert text.count("[required: as a flag or in the config file]") == 2 and "--train-size INTEGER" in text and "[default: 10000]" in text
