@@ -18,8 +18,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
-from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION
-from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_MIN_DOCS, DEFAULT_SEED, DEFAULT_TRAIN_SIZE
+from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_SEED, DEFAULT_TRAIN_SIZE
 from clirmatrix.pipeline.download import OFFICIAL_BASE_URL
 from clirmatrix.pipeline.engines.base import Bm25Settings
 
@@ -45,6 +44,34 @@ def _langs(value: str | None) -> list[str] | None:
     from clirmatrix.pipeline.config import comma_list
 
     return comma_list(value) or None if value else None
+
+
+def _config_options(names: tuple[str, ...] = (), helps: dict[str, str] | None = None, config_file: bool = True):
+    """One flag per ``BuildConfig`` field (or per field in ``names``), help and type read from the field: the one source.
+
+    Flags default to None, so a config file's value (or the dataclass default) fills
+    what the command line leaves out; ``BuildConfig.check`` judges the result. ``helps``
+    rewords a flag for a command that uses it differently (``extract --out``).
+    """
+    from clirmatrix.pipeline.config import BuildConfig
+
+    def decorate(command):
+        for setting in reversed([s for s in fields(BuildConfig) if not names or s.name in names]):
+            rule, default = setting.metadata, setting.default
+            shown = ",".join(default) if isinstance(default, tuple) else default
+            required = " [required: as a flag or in the config file]" if config_file else " [required]"
+            help_text = (helps or {}).get(setting.name, rule["help"]) + (required if rule.get("required") else "")
+            if "[default:" not in help_text and not rule.get("required") and shown not in ("", ()):
+                help_text += f" [default: {shown}]"
+            kind = click.Choice(rule["choices"]) if "choices" in rule else None if isinstance(default, (str, tuple)) else type(default)
+            flag = "--" + setting.name.replace("_", "-")
+            if isinstance(default, bool):
+                command = click.option(flag, setting.name, is_flag=True, default=None, help=help_text)(command)
+            else:
+                command = click.option(flag, setting.name, type=kind, default=None, help=help_text)(command)
+        return command
+
+    return decorate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -76,19 +103,9 @@ def sample(out_dir: str, docs_per_lang: int, langs: str, seed: int, clean: bool)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@click.option("--dumps", "dumps_dir", required=True, help="Folder (or gs://, s3:// prefix) with Wikipedia and Wikidata dumps.")
-@click.option("--out", "out_dir", required=True, help="Folder for docs/, sitelinks/, entity_docs/ Parquet.")
-@click.option("--langs", default=None, help="Comma-separated languages (default: every language found).")
-@click.option("--source", type=click.Choice(["auto", "cirrus", "xml"]), default="auto", show_default=True, help="Which dump kind to read documents from.")
-@click.option("--min-docs", type=click.IntRange(min=0), default=DEFAULT_MIN_DOCS, show_default=True, help="Drop languages with fewer documents.")
-@click.option("--max-bad-fraction", type=click.FloatRange(0, 1), default=DEFAULT_MAX_BAD_FRACTION, show_default=True, help="Fail when more input than this is bad.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Local worker processes (default: one per input file, up to the cores).")
-@click.option("--skip-missing", is_flag=True, help="Skip languages of --langs that have no dump (default: an error).")
+@_config_options(("dumps", "out", "langs", "skip_missing", "source", "min_docs", "max_bad_fraction", "workers"), {"out": "Folder for docs/, sitelinks/, entity_docs/ Parquet."}, config_file=False)
 @click.pass_context
-def extract(
-    ctx: click.Context, dumps_dir: str, out_dir: str, langs: str | None, source: str, min_docs: int, max_bad_fraction: float, workers: int | None,
-    skip_missing: bool,
-) -> None:
+def extract(ctx: click.Context, **flags) -> None:
     """Extract documents, Wikidata sitelinks and entity links from dumps into Parquet.
 
     Any further --flags go to Apache Beam, e.g. --runner=FlinkRunner or
@@ -96,10 +113,13 @@ def extract(
     """
     from clirmatrix.beam_jobs.extract import run_extract
     from clirmatrix.beam_jobs.extract_docs import DocsSettings
+    from clirmatrix.pipeline.config import resolve
 
-    settings = DocsSettings(min_docs=min_docs, max_bad_fraction=max_bad_fraction)
+    config = resolve(None, flags)
+    settings = DocsSettings(min_docs=config.min_docs, max_bad_fraction=config.max_bad_fraction)
+    out_dir = config.out
     with console.status("extracting (progress is logged per file)"):
-        result = run_extract(dumps_dir, out_dir, _langs(langs), source, settings, ctx.args, workers, skip_missing)
+        result = run_extract(config.dumps, out_dir, list(config.langs) or None, config.source, settings, ctx.args, config.workers or None, config.skip_missing)
     _print_extract_summary(result, out_dir)
 
 
@@ -134,31 +154,8 @@ def _print_extract_summary(result, out_dir: str) -> None:
     console.print(f"[green]done[/]: Parquet in {out_dir}/docs, {out_dir}/sitelinks, {out_dir}/entity_docs")
 
 
-def _build_options(command):
-    """One flag per ``BuildConfig`` field, its help and type read from the field: the dataclass is the one source.
-
-    Flags default to None, so a config file's value (or the dataclass default) fills
-    what the command line leaves out; ``BuildConfig.check`` judges the result.
-    """
-    from clirmatrix.pipeline.config import BuildConfig
-
-    for setting in reversed(fields(BuildConfig)):
-        rule, default = setting.metadata, setting.default
-        shown = ",".join(default) if isinstance(default, tuple) else default
-        help_text = rule["help"] + (" [required: as a flag or in the config file]" if rule.get("required") else "")
-        if "[default:" not in help_text and not rule.get("required") and shown not in ("", ()):
-            help_text += f" [default: {shown}]"
-        kind = click.Choice(rule["choices"]) if "choices" in rule else None if isinstance(default, (str, tuple)) else type(default)
-        flag = "--" + setting.name.replace("_", "-")
-        if isinstance(default, bool):
-            command = click.option(flag, setting.name, is_flag=True, default=None, help=help_text)(command)
-        else:
-            command = click.option(flag, setting.name, type=kind, default=None, help=help_text)(command)
-    return command
-
-
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@_build_options
+@_config_options()
 @click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False), help="TOML or YAML file with any of these settings; flags win.")
 @click.pass_context
 def build(ctx: click.Context, config_file: str | None, **flags) -> None:
