@@ -359,3 +359,48 @@ def test_losses_keep_dtype():
         translation_ranking(z, z),
     ):
         assert loss.dtype == torch.float32 and loss.dim() == 0 and torch.isfinite(loss)
+
+
+def test_losses_and_similarity_logits_stay_fp32_under_bf16_autocast():
+    # bf16 keeps 8 bits of mantissa: a cosine matrix under autocast is off by ~1e-2, enough to
+    # turn a hinge into exactly 0.875 and langCL's minimum into 0.6953125 instead of ln 2.
+    gen = torch.Generator().manual_seed(3)
+    a, b, extra, bank = (torch.randn(*shape, generator=gen) for shape in ((16, 32), (16, 32), (8, 32), (20, 32)))
+    bank = torch.nn.functional.normalize(bank, dim=-1)
+    labels = torch.randint(0, 7, (16,), generator=gen)
+    cases = {
+        "semaCL": lambda: semantic_contrastive(a, b),
+        "langCL": lambda: language_contrastive(a, b, extra),
+        "in-batch": lambda: in_batch_nll(a, b),
+        "in-batch cosine": lambda: in_batch_nll(a, b, similarity="cosine", temperature=0.05),
+        "TR": lambda: translation_ranking(a, b),
+        "CCP": lambda: ccp_contrastive(a, b, bank),
+        "cosine regression": lambda: cosine_regression(a, b, labels),
+    }
+    for name, loss in cases.items():
+        exact = loss()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            mixed = loss()
+            bf16_logits = a @ b.T  # what autocast would have done to the logits
+        assert mixed.dtype == torch.float32, name
+        assert_close(mixed, exact, rtol=1e-6, atol=1e-6, msg=name)
+    assert bf16_logits.dtype == torch.bfloat16  # autocast was really on
+    tied = torch.ones(4, 8) + torch.arange(8) * 1e-3  # every cosine equal: langCL at its minimum
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert language_contrastive(tied, tied.clone()).item() == pytest.approx(LN2, abs=1e-6)
+
+
+def test_the_cross_encoder_scores_in_fp32_under_autocast():
+    from clirmatrix.models.modeling.cross_encoder import CrossEncoder
+
+    class Tiny(torch.nn.Module):  # stands for the transformer: states in the autocast dtype, as a real one gives
+        config = type("Config", (), {"hidden_size": 8})
+
+        def forward(self, input_ids, attention_mask):
+            return type("Out", (), {"last_hidden_state": torch.randn(input_ids.shape[0], input_ids.shape[1], 8).to(torch.bfloat16)})
+
+    model = CrossEncoder(Tiny()).eval()
+    batch = {"input_ids": torch.ones(3, 5, dtype=torch.long), "attention_mask": torch.ones(3, 5, dtype=torch.long)}
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        scores = model(batch)
+    assert scores.dtype == torch.float32 and scores.shape == (3,)

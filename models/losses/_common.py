@@ -1,12 +1,37 @@
-"""Pieces shared by the loss modules: similarity matrices and the paired InfoNCE of semaCL/CCP."""
+"""Pieces shared by the loss modules: fp32 computation, similarity matrices and the paired InfoNCE of semaCL/CCP."""
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 SIMILARITIES = ("dot", "cosine")
+LossFunction = TypeVar("LossFunction", bound=Callable[..., Tensor])
+
+
+def in_fp32(loss: LossFunction) -> LossFunction:
+    """Compute a loss, and the similarity logits inside it, in fp32 whatever autocast is on.
+
+    Under bf16 autocast a cosine or a score difference keeps 8 bits of mantissa: the hinge
+    came out as exactly 0.875 and langCL's minimum as 0.6953125 instead of ln 2. Inputs in
+    a lower precision are widened; gradients flow back through the cast.
+    """
+
+    @functools.wraps(loss)
+    def wrapper(*args, **kwargs):
+        def widen(value):
+            return value.float() if isinstance(value, Tensor) and value.dtype in (torch.float16, torch.bfloat16) else value  # float64 stays
+
+        device = next((value.device.type for value in (*args, *kwargs.values()) if isinstance(value, Tensor)), "cpu")
+        with torch.autocast(device_type=device, enabled=False):
+            return loss(*map(widen, args), **{name: widen(value) for name, value in kwargs.items()})
+
+    return wrapper  # type: ignore[return-value]
 
 
 def cosine_matrix(a: Tensor, b: Tensor) -> Tensor:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from ._common import paired_info_nce
+from ._common import in_fp32, paired_info_nce
 
 
+@in_fp32
 def ccp_contrastive(
     z_center: Tensor, z_context: Tensor, bank: Tensor | None = None, temperature: float = 0.1
 ) -> Tensor:

@@ -10,9 +10,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._common import cosine_matrix, paired_info_nce
+from ._common import cosine_matrix, in_fp32, paired_info_nce
 
 
+@in_fp32
 def semantic_contrastive(z_a: Tensor, z_b: Tensor, temperature: float = 0.05) -> Tensor:
     """semaCL, [H] eq. 2 (docs/models.md §3).
 
@@ -30,6 +31,7 @@ def semantic_contrastive(z_a: Tensor, z_b: Tensor, temperature: float = 0.05) ->
     return paired_info_nce(z_a, z_b, temperature)
 
 
+@in_fp32
 def language_contrastive(z_a: Tensor, z_b: Tensor, z_extra: Tensor | None = None) -> Tensor:
     """langCL, [H] eq. 3 with docs/models.md §3's normalisation.
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
+from ._common import in_fp32
 
+
+@in_fp32
 def cosine_regression(q: Tensor, d: Tensor, labels: Tensor, max_label: int = 6) -> Tensor:
     """(1/B) Σ_b (cos(q_b, d_b) − r_b / r_max)² (docs/models.md §2a).
 

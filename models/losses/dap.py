@@ -9,9 +9,10 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._common import diagonal_targets, similarity_matrix
+from ._common import diagonal_targets, in_fp32, similarity_matrix
 
 
+@in_fp32
 def translation_ranking(x: Tensor, y: Tensor, scale: float = 20.0, similarity: str = "cosine") -> Tensor:
     """L_TR = −(1/N) Σ_i log( exp φ(x_i,y_i) / Σ_j exp φ(x_i,y_j) ) ([DAP] eq. 5, docs/models.md §4).
 
@@ -36,6 +37,7 @@ def translation_ranking(x: Tensor, y: Tensor, scale: float = 20.0, similarity: s
     return F.cross_entropy(phi, diagonal_targets(x.shape[0], x.device))
 
 
+@in_fp32
 def rtl_loss(logits: Tensor, targets: Tensor, ignore_index: int = -100) -> Tensor:
     """L_RTL: mean token cross-entropy over the non-ignored target positions ([DAP] eq. 6, docs/models.md §4).
 

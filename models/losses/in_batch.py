@@ -9,9 +9,10 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._common import diagonal_targets, similarity_matrix
+from ._common import diagonal_targets, in_fp32, similarity_matrix
 
 
+@in_fp32
 def in_batch_nll(q: Tensor, p: Tensor, similarity: str = "dot", temperature: float = 1.0) -> Tensor:
     """−(1/N) Σ_i log( exp(sim(q_i,p_i)/T) / Σ_{m=1..M} exp(sim(q_i,p_m)/T) ) (docs/models.md §2b).
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ._common import in_fp32
 
+
+@in_fp32
 def pairwise_hinge(pos: Tensor, neg: Tensor, margin: float = 1.0) -> Tensor:
     """Hinge loss (1/P) Σ_p max(0, margin − s+_p + s−_p) ([D] eq. 5.4, docs/models.md §1).
 
@@ -24,6 +27,7 @@ def pairwise_hinge(pos: Tensor, neg: Tensor, margin: float = 1.0) -> Tensor:
     return torch.clamp(margin - pos + neg, min=0).mean()
 
 
+@in_fp32
 def pairwise_softmax(pos: Tensor, neg: Tensor) -> Tensor:
     """CEDR's pairwise softmax loss (1/P) Σ_p [1 − exp(s+)/(exp(s+) + exp(s−))] (docs/models.md §1).
 

@@ -24,4 +24,6 @@ class CrossEncoder(nn.Module):
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """One score per tokenized pair, shape ``[B]``."""
         states = self.transformer(**batch).last_hidden_state
-        return self.score(self.dropout(pool(states, batch["attention_mask"], self.pooling))).squeeze(-1)
+        pooled = pool(states, batch["attention_mask"], self.pooling)
+        with torch.autocast(device_type=pooled.device.type, enabled=False):  # the score in fp32: bf16 rounds it to 8 bits
+            return self.score(self.dropout(pooled.float())).squeeze(-1)
