@@ -21,11 +21,11 @@ import torch
 from clirmatrix.models import distributed
 from clirmatrix.models.arguments import TrainArguments
 from clirmatrix.models.recipes.base import Recipe
+from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.localio import atomic_write
 
 CHECKPOINTS = "checkpoints"
 BEST = "best"
-KEEP_CHECKPOINTS = 2
 
 
 @dataclass
@@ -58,6 +58,8 @@ class Trainer:
     ) -> None:
         if args.batch_size % args.grad_accum:
             raise ValueError(f"--batch-size {args.batch_size} is not a multiple of --grad-accum {args.grad_accum}")
+        if args.keep_checkpoints < 1:
+            raise InvalidInputError(f"--keep-checkpoints must be at least 1, got {args.keep_checkpoints}")
         self.recipe = recipe
         self.args = args
         self.run_dir = run_dir
@@ -70,6 +72,7 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._rate)
         self.state = TrainState()
         self.use_bf16 = args.bf16 and recipe.device.type == "cuda"
+        self._last_checkpoint = time.monotonic()
 
     def _rate(self, step: int) -> float:
         """Linear warm-up then linear decay to 0; constant when there is no warm-up."""
@@ -110,8 +113,22 @@ class Trainer:
             "state": asdict(self.state),
         }
         save_torch(saved, self.run_dir / CHECKPOINTS / f"step-{self.state.step:08d}" / "state.pt")
-        for old in sorted((self.run_dir / CHECKPOINTS).glob("step-*"))[:-KEEP_CHECKPOINTS]:
+        for old in sorted((self.run_dir / CHECKPOINTS).glob("step-*"))[: -self.args.keep_checkpoints]:
             shutil.rmtree(old)
+
+    def checkpoint_due(self) -> bool:
+        """Every ``--save-steps`` steps, or once ``--save-minutes`` have passed: a full mBERT checkpoint is ~2 GB.
+
+        Rank 0's clock decides for every rank, so all of them reach the barrier together.
+        """
+        args = self.args
+        due = bool(args.save_steps) and self.state.step % args.save_steps == 0
+        due = due or (bool(args.save_minutes) and time.monotonic() - self._last_checkpoint >= 60 * args.save_minutes)
+        if args.save_minutes and self.process.world > 1:
+            due = distributed.broadcast_float(float(due), self.process, self.recipe.device) > 0.5
+        if due:
+            self._last_checkpoint = time.monotonic()
+        return due
 
     def save_best(self) -> None:
         if self.process.main:
@@ -159,7 +176,7 @@ class Trainer:
             if epoch_end:
                 self._end_epoch(epoch_losses, started)
                 epoch_losses = {}
-            if epoch_end or (args.save_steps and self.state.step % args.save_steps == 0):
+            if self.checkpoint_due():
                 self.checkpoint()
                 distributed.barrier(self.process)
         self.state.done = True

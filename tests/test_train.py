@@ -384,3 +384,18 @@ def test_all_to_all_on_multi8_is_the_56_directions_of_the_multilingual_model():
     assert resolve_directions("en", "de,fr") == [("en", "de"), ("en", "fr")]
     with pytest.raises(ValueError, match="name no direction"):
         resolve_directions("en", "en")
+
+
+@pytest.mark.parametrize(
+    "settings, kept",
+    [({"save_steps": 0, "save_minutes": 0}, []),  # neither: only best/ (model-only) is written
+     ({"save_steps": 3, "save_minutes": 0, "keep_checkpoints": 1}, ["step-00000006"]),
+     ({"save_steps": 0, "save_minutes": 1e-9, "keep_checkpoints": 3}, ["step-00000006", "step-00000007", "step-00000008"])],  # every step is past due
+)  # fmt: skip
+def test_checkpoints_follow_the_step_count_or_the_clock_and_keep_the_last_n(toy, tmp_path, settings, kept):
+    run_training(toy_args(toy, tmp_path, **{**QUICK, **settings}), show_progress=False)
+    run_dir = tmp_path / "run"
+    found = sorted(p.name for p in (run_dir / "checkpoints").iterdir()) if (run_dir / "checkpoints").exists() else []
+    assert found == kept
+    best = torch.load(run_dir / "best" / "model.pt", weights_only=False)
+    assert set(best) == {"model", "extra"}  # no optimizer state in best/
