@@ -399,3 +399,17 @@ def test_checkpoints_follow_the_step_count_or_the_clock_and_keep_the_last_n(toy,
     assert found == kept
     best = torch.load(run_dir / "best" / "model.pt", weights_only=False)
     assert set(best) == {"model", "extra"}  # no optimizer state in best/
+
+
+@pytest.mark.parametrize("model", ["bi-encoder", "cross-encoder"])
+def test_scoring_batched_by_length_gives_each_text_its_own_score(toy, tmp_path, model):
+    args = toy_args(toy, tmp_path, model=model, eval_batch_size=3).resolved()
+    recipe = recipe_class(args.model)(args, args.init, torch.device("cpu"))
+    recipe.module.eval()
+    queries = ["a much longer query with several words in it", "short", "mid length query"]
+    docs = [["doc one", "a considerably longer document text than the others here", "x"]] * 3
+    batched = recipe.ranker().score("en", "de", queries, docs)  # three per forward pass, reordered by length
+    recipe.args.eval_batch_size = 1
+    alone = recipe.ranker().score("en", "de", queries, docs)
+    assert torch.allclose(torch.tensor(batched), torch.tensor(alone), atol=1e-5)  # same scores, same order
+    assert torch.tensor(batched).std() > 0  # not a constant: the order would not show

@@ -8,6 +8,7 @@ candidates. The trainer knows nothing else about it.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -79,6 +80,11 @@ class DualEncoderRanker(Ranker):
         return scores
 
 
+def by_length(texts: Sequence[str]) -> list[int]:
+    """Positions of ``texts`` from shortest to longest: batches of similar length pad little."""
+    return sorted(range(len(texts)), key=lambda i: len(texts[i]))
+
+
 class Recipe:
     """Base of the five recipes; ``build``, ``losses`` and ``ranker`` are theirs to define."""
 
@@ -131,11 +137,25 @@ class Recipe:
     def load_finished(self, run_dir: Path) -> None:
         """Read back what :meth:`finish` wrote."""
 
+    def inference(self) -> contextlib.AbstractContextManager:
+        """Scoring without autograd, in bf16 on a GPU when training uses it (the vectors come back as float32)."""
+        stack = contextlib.ExitStack()
+        stack.enter_context(torch.inference_mode())
+        if self.args.bf16 and self.device.type == "cuda":
+            stack.enter_context(torch.autocast(device_type="cuda", dtype=torch.bfloat16))
+        return stack
+
     def embed(self, encoder: Encoder, texts: Sequence[str]) -> torch.Tensor:
-        """``encoder``'s float32 vectors of ``texts``, ``eval_batch_size`` texts per forward pass."""
+        """``encoder``'s float32 vectors of ``texts``, ``eval_batch_size`` texts per forward pass, batched by length."""
         size = self.args.eval_batch_size
-        parts = [encoder(self.collator.texts(texts[i : i + size])).float() for i in range(0, len(texts), size)]
-        return torch.cat(parts) if parts else torch.zeros(0, encoder.hidden_size)
+        order = by_length(texts)
+        with self.inference():
+            parts = [encoder(self.collator.texts([texts[i] for i in order[start : start + size]])).float() for start in range(0, len(texts), size)]
+        if not parts:
+            return torch.zeros(0, encoder.hidden_size)
+        vectors = torch.empty_like(torch.cat(parts))
+        vectors[torch.as_tensor(order, device=vectors.device)] = torch.cat(parts)
+        return vectors.clone()  # a normal tensor, usable outside inference mode
 
     # -- shared data access -------------------------------------------------------------
 

@@ -12,13 +12,12 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-import torch
 from torch import nn
 
 from clirmatrix.models.losses import pairwise_hinge, pairwise_softmax
 from clirmatrix.models.modeling.cross_encoder import CrossEncoder
 from clirmatrix.models.modeling.encoder import base_model
-from clirmatrix.models.recipes.base import LossTerms, Ranker, Recipe
+from clirmatrix.models.recipes.base import LossTerms, Ranker, Recipe, by_length
 from clirmatrix.models.sampling import RankingPairSampler
 
 PAIR_LOSSES = {"hinge": pairwise_hinge, "softmax_pair": pairwise_softmax}
@@ -62,15 +61,17 @@ class CrossEncoderRanker(Ranker):
     def __init__(self, recipe: CrossEncoderRecipe) -> None:
         self.recipe = recipe
 
-    @torch.no_grad()
     def score(self, src: str, tgt: str, queries: Sequence[str], docs: Sequence[Sequence[str]]) -> list[list[float]]:
         pairs = [(query, doc) for query, candidates in zip(queries, docs) for doc in candidates]
         size = self.recipe.args.eval_batch_size
-        flat: list[float] = []
-        for start in range(0, len(pairs), size):
-            chunk = pairs[start : start + size]
-            batch = self.recipe.collator.pairs([q for q, _ in chunk], [d for _, d in chunk])
-            flat.extend(self.recipe.module(batch).float().tolist())
+        order = by_length([q + d for q, d in pairs])  # batches of similar length pad little
+        flat = [0.0] * len(pairs)
+        with self.recipe.inference():
+            for start in range(0, len(pairs), size):
+                chunk = order[start : start + size]
+                batch = self.recipe.collator.pairs([pairs[i][0] for i in chunk], [pairs[i][1] for i in chunk])
+                for i, value in zip(chunk, self.recipe.module(batch).float().tolist()):
+                    flat[i] = value
         scores, start = [], 0
         for candidates in docs:
             scores.append(flat[start : start + len(candidates)])
