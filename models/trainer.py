@@ -39,6 +39,20 @@ class TrainState:
     done: bool = False
 
 
+def decay_groups(groups: list[dict], weight_decay: float) -> list[dict]:
+    """Each optimizer group split in two: weight decay on matrices, none on biases and LayerNorm weights.
+
+    As BERT's, sentence-transformers' and the DPR code's optimizers do: decaying a bias
+    or a norm's scale only pulls it towards zero, with nothing to regularise.
+    """
+    split = []
+    for group in groups:
+        matrices = [p for p in group["params"] if p.ndim > 1]
+        vectors = [p for p in group["params"] if p.ndim <= 1]
+        split += [{**group, "params": params, "weight_decay": decay} for params, decay in ((matrices, weight_decay), (vectors, 0.0)) if params]
+    return split
+
+
 def save_torch(obj: object, path: Path) -> None:
     """``torch.save`` through ``atomic_write``: a killed run leaves no truncated file."""
     with atomic_write(path) as handle:
@@ -67,7 +81,7 @@ class Trainer:
         self.process = process
         groups = recipe.param_groups()
         self.parameters = [p for group in groups for p in group["params"]]
-        self.optimizer = torch.optim.AdamW(groups, weight_decay=args.weight_decay, eps=1e-8)
+        self.optimizer = torch.optim.AdamW(decay_groups(groups, args.weight_decay), eps=1e-8)
         self.total_steps = args.epochs * args.steps_per_epoch
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._rate)
         self.state = TrainState()

@@ -413,3 +413,16 @@ def test_scoring_batched_by_length_gives_each_text_its_own_score(toy, tmp_path, 
     alone = recipe.ranker().score("en", "de", queries, docs)
     assert torch.allclose(torch.tensor(batched), torch.tensor(alone), atol=1e-5)  # same scores, same order
     assert torch.tensor(batched).std() > 0  # not a constant: the order would not show
+
+
+def test_weight_decay_spares_biases_and_layer_norms(toy, tmp_path):
+    from clirmatrix.models.trainer import decay_groups
+
+    args = toy_args(toy, tmp_path, model="bi-encoder", weight_decay=0.01).resolved()
+    recipe = recipe_class(args.model)(args, args.init, torch.device("cpu"))
+    groups = decay_groups(recipe.param_groups(), args.weight_decay)
+    decayed = {id(p) for g in groups if g["weight_decay"] > 0 for p in g["params"]}
+    names = dict(recipe.module.named_parameters())
+    assert all((id(p) in decayed) == (p.ndim > 1) for p in names.values())
+    assert any("LayerNorm" in name or "layer_norm" in name.lower() for name, p in names.items() if id(p) not in decayed)
+    assert sum(len(g["params"]) for g in groups) == len([p for p in recipe.module.parameters() if p.requires_grad])
