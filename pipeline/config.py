@@ -31,7 +31,6 @@ from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SHARD_DOCS
 
 ENGINES = ("embedded", "elasticsearch")
-COMBINES = COMBINATIONS
 SOURCES = ("auto", "cirrus", "xml")
 
 # The defaults every command and job takes from here (the paper's where it gives one).
@@ -70,7 +69,7 @@ class BuildConfig:
     k1: float = _setting(_BM25.k1, "BM25 k1.", min=0)
     b: float = _setting(_BM25.b, "BM25 b.", min=0, max=1)
     title_boost: float = _setting(_BM25.title_boost, "Weight of the title field.", above=0)
-    combine: str = _setting(_BM25.combine, "How title and text scores combine.", choices=COMBINES)
+    combine: str = _setting(_BM25.combine, "How title and text scores combine.", choices=COMBINATIONS)
     source: str = _setting("auto", "Which dump kind to read documents from.", choices=SOURCES)
     max_bad_fraction: float = _setting(DEFAULT_MAX_BAD_FRACTION, "Fail when more input than this is bad.", min=0, max=1)
     base_url: str = _setting("", "URL prefix written into downloads.json.gz [default: OUT's own file:// URL].")

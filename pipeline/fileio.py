@@ -2,8 +2,9 @@
 
 Dumps are opened raw and wrapped in a fast decompressor chosen by extension
 (isal for gzip, the standard library for bz2): isal inflates gzip several times
-faster than the standard library (docs/benchmarks.md, the extraction baselines). Every output is written under a temporary name and renamed
-only once complete, so a file with its final name is always whole.
+faster than the standard library (docs/benchmarks.md, the extraction baselines).
+Every output is written under a temporary name and renamed only once complete, so a
+file with its final name is always whole.
 """
 
 from __future__ import annotations

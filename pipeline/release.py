@@ -217,8 +217,8 @@ def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: Langu
     with contextlib.ExitStack() as stack:
         full_files = [stack.enter_context(gzip_lines(fileio.join(out_root, layout.query_file("bi139-full", src.lang, tgt.lang, s)))) for s in layout.SPLITS]
         base_files = [stack.enter_context(gzip_lines(fileio.join(out_root, layout.query_file("bi139-base", src.lang, tgt.lang, s)))) for s in layout.SPLITS]
-        full_lines = [SortedLines() for _ in layout.SPLITS]
-        base_lines_sorted = [SortedLines() for _ in layout.SPLITS]
+        full_sorted = [SortedLines() for _ in layout.SPLITS]
+        base_sorted = [SortedLines() for _ in layout.SPLITS]
         for block in range(src.blocks):
             table = read_table([work.propagated_file(src.lang, tgt.lang, block)], PROPAGATED)
             if table.num_rows == 0:
@@ -244,14 +244,14 @@ def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: Langu
             src_ids = page_ids[firsts - first_position]
             for split in range(len(layout.SPLITS)):
                 mine = np.flatnonzero(query_split == split)
-                full_lines[split].add(src_ids[mine], [prefixes[j] + rendered.full(j) + b"}" for j in mine.tolist()])
+                full_sorted[split].add(src_ids[mine], [prefixes[j] + rendered.full(j) + b"}" for j in mine.tolist()])
                 full_files[split].count(int(full_ge1[mine].sum()), int(full_ge4[mine].sum()), int((groups[mine + 1] - groups[mine]).sum()))
                 chosen = mine[in_base[mine]]
-                base_lines_sorted[split].add(src_ids[chosen], [prefixes[j] + base_lines[j] + b"}" for j in chosen.tolist()])
+                base_sorted[split].add(src_ids[chosen], [prefixes[j] + base_lines[j] + b"}" for j in chosen.tolist()])
                 base_files[split].count(int(base_ge1[chosen].sum()), int(base_ge4[chosen].sum()), len(chosen) * min(k, len(tgt_ids)))
         for split in range(len(layout.SPLITS)):  # BI-139 lists queries by src_id ascending, as the release does
-            full_lines[split].drain(full_files[split])
-            base_lines_sorted[split].drain(base_files[split])
+            full_sorted[split].drain(full_files[split])
+            base_sorted[split].drain(base_files[split])
     files = [f.record for pair in zip(full_files, base_files) for f in pair]
     return {"unit": f"bi139.{src.lang}.{tgt.lang}", "files": describe_files(out_root, files)}
 

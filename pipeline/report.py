@@ -18,6 +18,7 @@ import html
 import os
 from collections import Counter
 from collections.abc import Iterable
+from itertools import islice
 from pathlib import Path
 
 import orjson
@@ -156,7 +157,7 @@ def _labels(root: Path, released: list[layout.ReleasedFile]) -> list[str]:
         counts: Counter = Counter()
         lines = 0
         for item in files:
-            for record in _first(iter_queries(root / item.path), MAX_LINES):
+            for record in islice(iter_queries(root / item.path), MAX_LINES):
                 lines += 1
                 counts.update(label for _, label in record.tgt_results)
         if not files:
@@ -195,7 +196,7 @@ def _samples(root: Path, released: list[layout.ReleasedFile], lookup: _TitleLook
     if not chosen:
         return parts + ["<p>No BI-139 base test1 file with its DOCS here.</p>"]
     for item in chosen:
-        records = list(_first(iter_queries(root / item.path), SAMPLE_QUERIES))
+        records = list(islice(iter_queries(root / item.path), SAMPLE_QUERIES))
         wanted = {doc_id for record in records for doc_id, label in record.tgt_results[:SAMPLE_DOCS] if label > 0}
         texts = {doc_id: text for doc_id, text in iter_docs(root / layout.docs_file("docs", item.tgt)) if doc_id in wanted}
         titles = lookup.titles(item.tgt, wanted)
@@ -209,12 +210,3 @@ def _samples(root: Path, released: list[layout.ReleasedFile], lookup: _TitleLook
             )
             parts.append(f"<div class=query><b>{_e(record.src_query)}</b> <span class=muted>({_e(record.src_id)})</span>{docs}</div>")
     return parts
-
-
-def _first(items: Iterable, n: int) -> Iterable:
-    for i, item in enumerate(items):
-        if i >= n:
-            return
-        yield item
-
-

@@ -86,9 +86,7 @@ def eval_sets(role: np.ndarray, priority: np.ndarray, eval_size: int) -> np.ndar
     per_set = eval_size if len(role) >= 4 * eval_size else len(role) // 4
     chosen = np.full(len(role), NOT_CHOSEN, dtype=np.int8)
     for split in EVAL_INDICES:
-        candidates = np.flatnonzero(role == split)
-        picked = candidates[np.argsort(priority[candidates], kind="stable")[:per_set]]
-        chosen[picked] = split
+        chosen[lowest(priority, np.flatnonzero(role == split), per_set)] = split
     return chosen
 
 
