@@ -1,19 +1,23 @@
-"""Training throughput (examples/s) and peak memory of each model, on CPU or GPU.
+"""Training throughput (examples/s), the share of step time spent waiting for data, and peak memory, on CPU or GPU.
 
     python bench/train_bench.py                       # tiny BERT (hidden 64, 2 layers)
     python bench/train_bench.py --size base --steps 5 # an mBERT-sized BERT (random weights)
+    python bench/train_bench.py --workers 0,2         # in-process drawing against 2 DataLoader workers
 
-Each model runs in its own process (so peak RSS is its own) on a toy release: a
-few warm-up steps, then ``--steps`` timed optimizer steps of ``--batch-size``
-examples (pairs, triples, parallel pairs or CCP windows). Figures go to stdout
-and ``bench/out/train_bench.json``.
+Each (model, workers) runs in its own process (so peak RSS is its own) on a toy
+release: a few warm-up steps, then ``--steps`` timed optimizer steps of
+``--batch-size`` examples (pairs, triples, parallel pairs or CCP windows), the
+trainer's own data path (``models/batches.py``). "Data wait" is the time the step
+spends getting its next micro-batch: all of the drawing with 0 workers, what the
+workers have not prepared yet otherwise. With ``--device cuda`` the GPU's utilisation
+(NVML, sampled once a step) is reported too. Figures go to stdout and
+``bench/out/train_bench_{size}.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
 import resource
 import subprocess
 import sys
@@ -42,41 +46,75 @@ def prepare(size: str) -> tuple[Path, Path]:
     return release, model
 
 
-def measure(model: str, release: Path, init: Path, steps: int, batch_size: int, max_len: int, device: str) -> dict:
+def measure(model: str, release: Path, init: Path, steps: int, batch_size: int, max_len: int, device: str, workers: int) -> dict:
     import torch
 
     from clirmatrix.models.arguments import TrainArguments
+    from clirmatrix.models.batches import micro_batches
     from clirmatrix.models.distributed import pick_device
     from clirmatrix.models.recipes import recipe_class
     from clirmatrix.models.trainer import Trainer
 
     args = TrainArguments(model=model, data=str(release), init=str(init), out=str(OUT / "unused"), batch_size=batch_size, max_len=max_len,
-                          calibration_docs=50, **({"loss": "in-batch"} if model == "bi-encoder" else {})).resolved()
+                          calibration_docs=50, workers=workers, epochs=1, steps_per_epoch=steps + 2,
+                          **({"loss": "in-batch"} if model == "bi-encoder" else {})).resolved()
     recipe = recipe_class(model)(args, init, pick_device(device))
     trainer = Trainer(recipe, args, OUT / "unused", dev_score=lambda: 0.0)
-    rng = random.Random(0)
-    for _ in range(2):  # warm-up: stores, mined pairs, allocator
-        trainer.step(rng)
-    if recipe.device.type == "cuda":
+    batches = micro_batches(recipe, args, rank=0, first=0)
+    waited = [0.0]
+
+    def timed():
+        while True:
+            started = time.perf_counter()
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            waited[0] += time.perf_counter() - started
+            yield batch
+
+    feed = timed()
+    cuda = recipe.device.type == "cuda"
+    for _ in range(2):  # warm-up: stores, mined pairs, allocator, workers started
+        trainer.step(feed)
+    if cuda:
         torch.cuda.synchronize()
+    utilisation = []
+    waited[0] = 0.0
     started = time.perf_counter()
     for _ in range(steps):
-        trainer.step(rng)
-    if recipe.device.type == "cuda":
+        trainer.step(feed)
+        if cuda:
+            utilisation.append(gpu_utilisation(recipe.device))
+    if cuda:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - started
+    samples = [u for u in utilisation if u is not None]
     return {
         "model": model,
         "device": str(recipe.device),
+        "workers": workers,
         "threads": torch.get_num_threads(),
         "batch_size": batch_size,
         "max_len": max_len,
         "steps": steps,
         "seconds_per_step": round(seconds / steps, 4),
         "examples_per_s": round(steps * batch_size / seconds, 1),
+        "data_wait_share": round(waited[0] / seconds, 3),
+        "gpu_utilisation": round(sum(samples) / len(samples), 1) if samples else None,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "peak_cuda_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1) if recipe.device.type == "cuda" else None,
+        "peak_cuda_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1) if cuda else None,
     }
+
+
+def gpu_utilisation(device) -> float | None:
+    """The GPU's busy percentage over the last sample period (NVML), or None without pynvml."""
+    import torch
+
+    try:
+        return float(torch.cuda.utilization(device))
+    except Exception:  # noqa: BLE001 - NVML missing or unsupported: the figure is optional
+        return None
 
 
 def main() -> None:
@@ -87,21 +125,23 @@ def main() -> None:
     parser.add_argument("--max-len", type=int, default=128)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--workers", default="0", help="comma list of DataLoader worker counts to compare, e.g. 0,2")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure one model in this process
     options = parser.parse_args()
     release, init = prepare(options.size)
     if options.one:
-        print(json.dumps(measure(options.one, release, init, options.steps, options.batch_size, options.max_len, options.device)))
+        print(json.dumps(measure(options.one, release, init, options.steps, options.batch_size, options.max_len, options.device, int(options.workers))))
         return
     results = []
-    for model in options.models.split(","):
-        command = [sys.executable, __file__, "--one", model, "--size", options.size, "--steps", str(options.steps),
+    for model, workers in [(m, w) for m in options.models.split(",") for w in options.workers.split(",")]:
+        command = [sys.executable, __file__, "--one", model, "--size", options.size, "--steps", str(options.steps), "--workers", workers,
                    "--batch-size", str(options.batch_size), "--max-len", str(options.max_len), "--device", options.device]
         line = subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
         result = {"size": options.size, **json.loads(line)}
         results.append(result)
         print(
-            f"{model:>14}  {result['examples_per_s']:>8.1f} examples/s  {result['seconds_per_step']:.3f} s/step  peak RSS {result['peak_rss_mb']:.0f} MB  "
+            f"{model:>14}  {workers} workers  {result['examples_per_s']:>8.1f} examples/s  {result['seconds_per_step']:.3f} s/step  "
+            f"data wait {100 * result['data_wait_share']:.0f}%  peak RSS {result['peak_rss_mb']:.0f} MB  "
             f"({result['device']}, {result['threads']} threads, batch {options.batch_size}, length {options.max_len})"
         )
     OUT.mkdir(parents=True, exist_ok=True)

@@ -81,6 +81,8 @@ class TrainArguments:
     save_minutes: float = _help("checkpoint when this many minutes have passed since the last checkpoint (0 = by steps only)", 30.0)
     keep_checkpoints: int = _help("full checkpoints (model, optimizer, schedule) kept; best/ holds the best model only", 2)
     eval_batch_size: int = _help("sequences per forward pass when scoring candidates", 64)
+    workers: int = _help("DataLoader worker processes drawing micro-batches ahead of the model; -1 = 4 on a GPU, 0 on a CPU", -1)
+    prefetch: int = _help("micro-batches each worker prepares ahead", 4)
     seed: int = _help("seed of sampling, dropout and initialisation of heads", 42)
     device: str = _help("auto, cpu, cuda or cuda:N", "auto")
     bf16: bool = _help("bf16 autocast on CUDA (ignored on CPU)", True)
@@ -96,6 +98,8 @@ class TrainArguments:
                 values[name] = default
         if values["head_lr"] is None:
             values["head_lr"] = values["lr"]
+        if values["workers"] < -1 or values["prefetch"] < 1:
+            raise InvalidInputError(f"--workers must be -1 (auto) or more and --prefetch 1 or more, got {values['workers']} and {values['prefetch']}")
         return TrainArguments(**values)
 
     def save(self, path: str | Path) -> None:
@@ -116,6 +120,6 @@ class TrainArguments:
     def fingerprint(self) -> dict[str, Any]:
         """The settings that must match for a run to be resumed (not paths or evaluation sizes)."""
         values = dataclasses.asdict(self)
-        for name in ("out", "overwrite", "device", "eval_batch_size", "data", "init"):
+        for name in ("out", "overwrite", "device", "eval_batch_size", "workers", "prefetch", "data", "init"):
             values.pop(name)
         return values

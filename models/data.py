@@ -471,9 +471,12 @@ def sentence_windows(texts: Iterable[str], window: int = 5) -> Iterator[list[str
     texts with fewer than ``window`` sentences give none. **[ours]** non-overlapping, so two
     windows of one batch never share a sentence (a shared one would be a false negative).
     """
+    for text in texts:
+        yield from windows_of(split_sentences(text), window)
+
+
+def windows_of(sentences: Sequence[str], window: int) -> list[list[str]]:
+    """The consecutive, non-overlapping windows of ``window`` sentences in ``sentences`` (the remainder dropped)."""
     if window < 2:
         raise ValueError(f"a window needs at least 2 sentences (a centre and its context), got {window}")
-    for text in texts:
-        sentences = split_sentences(text)
-        for start in range(0, len(sentences) - window + 1, window):
-            yield sentences[start : start + window]
+    return [list(sentences[start : start + window]) for start in range(0, len(sentences) - window + 1, window)]

@@ -80,6 +80,7 @@ def run_training(args: TrainArguments, show_progress: bool = True) -> TrainState
     resumed_at = trainer.state.step if trainer.resume() else None
     with _progress(show_progress and process.main, trainer.total_steps, args.steps_per_epoch, resumed_at) as update:
         state = trainer.train(update)
+    distributed.barrier(process)  # rank 0 may still be writing the best model
     best = torch.load(run_dir / BEST / "model.pt", map_location=device, weights_only=False)
     recipe.module.load_state_dict(best["model"])
     recipe.load_extra_state(best["extra"])

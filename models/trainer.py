@@ -1,18 +1,23 @@
 """The training loop, and only the loop: steps, accumulation, checkpoints, dev selection.
 
 Reproducible and resumable by construction: the examples and the dropout of step
-``n`` are drawn from generators seeded by ``(seed, rank, n)``, so a run resumed from
-any checkpoint takes exactly the steps an uninterrupted run would have taken.
+``n`` are drawn from generators seeded by ``(seed, rank, n)`` (``batches``), so a run
+resumed from any checkpoint takes exactly the steps an uninterrupted run would have
+taken, with any number of DataLoader workers.
+
+The loop never waits on the GPU between steps: losses stay on the device, summed,
+and reach the host (with the check that they are finite) every ``SYNC_STEPS`` steps,
+at the end of an epoch and before a checkpoint, so no checkpoint holds weights a
+non-finite loss has touched.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import random
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -20,12 +25,14 @@ import torch
 
 from clirmatrix.models import distributed
 from clirmatrix.models.arguments import TrainArguments
-from clirmatrix.models.recipes.base import Recipe
+from clirmatrix.models.batches import dropout_seed, micro_batches, to_device
+from clirmatrix.models.recipes.base import Batch, Recipe
 from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.localio import atomic_write
 
 CHECKPOINTS = "checkpoints"
 BEST = "best"
+SYNC_STEPS = 10  # optimizer steps between the loss sums' trips to the host
 
 
 @dataclass
@@ -150,23 +157,23 @@ class Trainer:
 
     # -- the loop ------------------------------------------------------------------------
 
-    def step(self, rng: random.Random) -> dict[str, float]:
-        """One optimizer step: ``grad_accum`` micro-batches, every loss term back-propagated as it comes."""
+    def step(self, batches: Iterator[Batch]) -> dict[str, torch.Tensor]:
+        """One optimizer step over the next ``grad_accum`` micro-batches, every loss term back-propagated as it comes.
+
+        Returns the step's losses as device tensors: reading them is the caller's sync.
+        """
         args = self.args
         self.recipe.module.train()
-        totals: dict[str, float] = {}
-        micro = args.batch_size // args.grad_accum
+        totals: dict[str, torch.Tensor] = {}
         for index in range(args.grad_accum):
-            rng.seed(f"{args.seed}:{self.process.rank}:{self.state.step}:{index}")
-            torch.manual_seed(rng.getrandbits(63))
+            batch = to_device(next(batches), self.recipe.device)
+            torch.manual_seed(dropout_seed(args.seed, self.process.rank, self.state.step, index))
             with torch.autocast(device_type=self.recipe.device.type, dtype=torch.bfloat16, enabled=self.use_bf16):
-                for terms in self.recipe.losses(rng, micro, self.state.step):
+                for terms in self.recipe.losses(batch, self.state.step):
                     total = sum(self.recipe.weight(name) * loss for name, loss in terms.items())
-                    if not torch.isfinite(total):
-                        raise FloatingPointError(f"step {self.state.step}: loss {', '.join(terms)} is {total.item()}; lower --lr or check the data")
                     (total / args.grad_accum).backward()
                     for name, loss in terms.items():
-                        totals[name] = totals.get(name, 0.0) + loss.item() / args.grad_accum
+                        totals[name] = totals.get(name, 0.0) + loss.detach().double() / args.grad_accum
         distributed.average_gradients(self.parameters, self.process)
         torch.nn.utils.clip_grad_norm_(self.parameters, args.max_grad_norm)
         self.optimizer.step()
@@ -178,23 +185,37 @@ class Trainer:
     def train(self, progress: Callable[[int, int, dict[str, float]], None] | None = None) -> TrainState:
         """Train to the end (or from the last checkpoint to the end); returns the final state."""
         args = self.args
-        rng = random.Random()
-        epoch_losses: dict[str, float] = {}
+        batches = micro_batches(self.recipe, args, self.process.rank, first=self.state.step * args.grad_accum)
+        epoch_sums: dict[str, torch.Tensor] = {}
+        synced_at = self.state.step
         started = time.perf_counter()
         while self.state.step < self.total_steps:
-            for name, value in self.step(rng).items():
-                epoch_losses[name] = epoch_losses.get(name, 0.0) + value
+            for name, value in self.step(batches).items():
+                epoch_sums[name] = epoch_sums.get(name, 0.0) + value
+            epoch_end = self.state.step % args.steps_per_epoch == 0
+            checkpoint = self.checkpoint_due()
+            if not (epoch_end or checkpoint or self.state.step % SYNC_STEPS == 0 or self.state.step == self.total_steps):
+                continue
+            epoch_losses = self._read(epoch_sums, synced_at)
+            synced_at = self.state.step
             if progress:
                 progress(self.state.step, self.total_steps, epoch_losses)
-            epoch_end = self.state.step % args.steps_per_epoch == 0
             if epoch_end:
                 self._end_epoch(epoch_losses, started)
-                epoch_losses = {}
-            if self.checkpoint_due():
+                epoch_sums = {}
+            if checkpoint:
                 self.checkpoint()
                 distributed.barrier(self.process)
         self.state.done = True
         return self.state
+
+    def _read(self, sums: dict[str, torch.Tensor], since: int) -> dict[str, float]:
+        """The loss sums on the host (one sync); a non-finite one stops the run before anything is saved."""
+        values = dict(zip(sums, torch.stack(list(sums.values())).tolist())) if sums else {}
+        bad = [name for name, value in values.items() if not math.isfinite(value)]
+        if bad:
+            raise FloatingPointError(f"steps {since + 1}-{self.state.step}: loss {', '.join(bad)} is not finite; lower --lr or check the data")
+        return values
 
     def _end_epoch(self, losses: dict[str, float], started: float) -> None:
         """Score dev, keep the best model, and log the epoch."""

@@ -1,9 +1,11 @@
 """What every training recipe shares: the directions, the stores, the collator, the rankers.
 
 A recipe is one ``--model`` of docs/models.md: it builds its network from a masked-LM
-backbone, draws one micro-batch per call to :meth:`Recipe.losses` from a seeded
-``random.Random``, and hands evaluation a :class:`Ranker` that scores a query's
-candidates. The trainer knows nothing else about it.
+backbone, draws one micro-batch per call to :meth:`Recipe.draw` from a seeded
+``random.Random`` (texts read and tokenised into CPU tensors: the part a DataLoader
+worker runs), turns a drawn micro-batch into loss terms with :meth:`Recipe.losses`,
+and hands evaluation a :class:`Ranker` that scores a query's candidates. The trainer
+knows nothing else about it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 # computed on separate batches come in separate dicts so their graphs never coexist ([H] §4).
 T = TypeVar("T")
 LossTerms = Iterator[dict[str, torch.Tensor]]
+Batch = dict[str, Any]  # a drawn micro-batch: CPU tensors (tokenised texts, labels) and plain values
 
 
 def resolve_directions(src: str, tgt: str) -> list[tuple[str, str]]:
@@ -94,7 +97,8 @@ class Recipe:
         self.device = device
         self.directions = resolve_directions(args.src, args.tgt)
         self.tokenizer = load_tokenizer(backbone)
-        self.collator = Collator(self.tokenizer, args.max_len, args.max_query_len, device)
+        self.collator = Collator(self.tokenizer, args.max_len, args.max_query_len, device)  # scoring: tensors on the device
+        self.drawing = Collator(self.tokenizer, args.max_len, args.max_query_len, "cpu")  # training batches: CPU tensors, moved by the trainer
         self.module = self.build(load_masked_lm(backbone, weights=pretrained)).to(device)
         self._docs: dict[str, DocStore] = {}
         self._queries: list[QueryStore] | None = None
@@ -106,8 +110,17 @@ class Recipe:
         """The trainable network (an ``nn.ModuleDict`` or module) from the loaded masked LM."""
         raise NotImplementedError
 
-    def losses(self, rng: random.Random, size: int, step: int) -> LossTerms:
-        """Draw a micro-batch of ``size`` examples for optimizer step ``step`` and yield its loss terms.
+    def draw(self, rng: random.Random, size: int, step: int) -> Batch:
+        """A micro-batch of ``size`` examples for optimizer step ``step``, from ``rng`` alone.
+
+        Runs in DataLoader workers: it reads the stores and tokenises (``self.drawing``),
+        never touches the network or state that training changes, and gives the same
+        batch in any process for the same ``rng``.
+        """
+        raise NotImplementedError
+
+    def losses(self, batch: Batch, step: int) -> LossTerms:
+        """Yield the loss terms of a drawn micro-batch (already on the device).
 
         Terms are unweighted (so logs compare across weights); :meth:`weight` scales them.
         """

@@ -17,7 +17,7 @@ from clirmatrix.models.data import QueryRecord
 from clirmatrix.models.losses import cosine_regression, in_batch_nll
 from clirmatrix.models.metrics import MAX_LABEL
 from clirmatrix.models.modeling.encoder import Encoder, base_model
-from clirmatrix.models.recipes.base import DualEncoderRanker, LossTerms, Ranker, Recipe
+from clirmatrix.models.recipes.base import Batch, DualEncoderRanker, LossTerms, Ranker, Recipe
 from clirmatrix.models.sampling import dpr_example, pointwise_triples
 
 BI_ENCODER_LOSSES = ("cosine", "in-batch")
@@ -30,16 +30,22 @@ class BiEncoderRecipe(Recipe):
             raise ValueError(f"bi-encoder loss {self.args.loss!r} is unknown; expected one of {', '.join(BI_ENCODER_LOSSES)}")
         return Encoder(base_model(masked_lm), self.args.pooling)
 
-    def losses(self, rng: random.Random, size: int, step: int) -> LossTerms:
+    def draw(self, rng: random.Random, size: int, step: int) -> Batch:
         if self.args.loss == "cosine":
-            yield {"cosine": self._cosine_loss(rng, size)}
+            return self._draw_triples(rng, size)
+        return draw_dpr_batch(self, rng, size)
+
+    def losses(self, batch: Batch, step: int) -> LossTerms:
+        query_vectors = self.module(batch["queries"])
+        if self.args.loss == "cosine":
+            yield {"cosine": cosine_regression(query_vectors, self.module(batch["docs"]), batch["labels"], max_label=MAX_LABEL)}
         else:
-            queries, positives, negatives = draw_dpr_batch(self, rng, size)
-            query_vectors = self.module(self.collator.texts(queries))
-            passage_vectors = self.module(self.collator.texts(positives + negatives))
+            passage_vectors = self.module(batch["passages"])
             yield {"in_batch": in_batch_nll(query_vectors, passage_vectors, similarity="cosine", temperature=self.args.temperature)}
 
-    def _cosine_loss(self, rng: random.Random, size: int) -> torch.Tensor:
+    def _draw_triples(self, rng: random.Random, size: int) -> Batch:
+        """Pointwise (query, document, label) triples (§2a)."""
+
         def triple(direction: tuple[str, str], record: QueryRecord) -> tuple[str, str, int] | None:
             triples = pointwise_triples(record, rng)
             if not triples:
@@ -49,17 +55,18 @@ class BiEncoderRecipe(Recipe):
             return None if text is None else (record.src_query, text, label)
 
         examples = self.draw_examples(rng, size, triple)
-        query_vectors = self.module(self.collator.texts([query for query, _, _ in examples]))
-        doc_vectors = self.module(self.collator.texts([doc for _, doc, _ in examples]))
-        labels = torch.tensor([label for _, _, label in examples], device=self.device)
-        return cosine_regression(query_vectors, doc_vectors, labels, max_label=MAX_LABEL)
+        return {
+            "queries": self.drawing.texts([query for query, _, _ in examples]),
+            "docs": self.drawing.texts([doc for _, doc, _ in examples]),
+            "labels": torch.tensor([label for _, _, label in examples]),
+        }
 
     def ranker(self) -> Ranker:
         return DualEncoderRanker(self, self.module, self.module, "cosine")
 
 
-def draw_dpr_batch(recipe: Recipe, rng: random.Random, size: int) -> tuple[list[str], list[str], list[str]]:
-    """``size`` (query, positive, hard negative) texts (docs/models.md §2b "Data mapping")."""
+def draw_dpr_batch(recipe: Recipe, rng: random.Random, size: int) -> Batch:
+    """``size`` queries and their positives then hard negatives, tokenised (docs/models.md §2b "Data mapping")."""
 
     def example(direction: tuple[str, str], record: QueryRecord) -> tuple[str, str, str] | None:
         ids = dpr_example(record, rng)
@@ -72,4 +79,7 @@ def draw_dpr_batch(recipe: Recipe, rng: random.Random, size: int) -> tuple[list[
         return record.src_query, positive, negative
 
     examples = recipe.draw_examples(rng, size, example)
-    return [q for q, _, _ in examples], [p for _, p, _ in examples], [n for _, _, n in examples]
+    return {
+        "queries": recipe.drawing.texts([q for q, _, _ in examples]),
+        "passages": recipe.drawing.texts([p for _, p, _ in examples] + [n for _, _, n in examples]),
+    }

@@ -24,11 +24,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from clirmatrix.models.data import split_sentences
+from clirmatrix.models.data import split_sentences, windows_of
 from clirmatrix.models.losses import ccp_contrastive
 from clirmatrix.models.modeling.ccp import Calibration, MemoryBanks, ProjectionHead
 from clirmatrix.models.modeling.encoder import Encoder, base_model
-from clirmatrix.models.recipes.base import DualEncoderRanker, LossTerms, Ranker, Recipe
+from clirmatrix.models.recipes.base import Batch, DualEncoderRanker, LossTerms, Ranker, Recipe
 
 CALIBRATION = "calibration.pt"
 CALIBRATIONS = ("procrustes", "shift-scale")
@@ -45,44 +45,56 @@ class CcpRecipe(Recipe):
         self._steps_seen = self._calibrated_at = -1
         return nn.ModuleDict({"mlm": masked_lm, "head": ProjectionHead(hidden)})
 
-    def losses(self, rng: random.Random, size: int, step: int) -> LossTerms:
-        self._steps_seen = step
+    def draw(self, rng: random.Random, size: int, step: int) -> Batch:
+        """An MLM batch (chance ``--mlm-probability``), masked here, or one language's CCP windows."""
         if rng.random() < self.args.mlm_probability:
-            yield {"mlm": self._mlm_loss(rng, size)}
-            return
+            lang = rng.choice(self.languages())
+            batch = self.drawing.texts([self.random_doc(lang, rng) for _ in range(size)])
+            torch.manual_seed(rng.getrandbits(63))  # the masking draws from torch's generator
+            input_ids, labels = mask_tokens(batch["input_ids"], self.tokenizer, batch["attention_mask"])
+            return {"mlm": {**batch, "input_ids": input_ids}, "labels": labels}
         lang = rng.choice(self.languages())
         centres, partners = self._windows(lang, rng, size)
+        return {"lang": lang, "centres": self.drawing.texts(centres), "partners": self.drawing.texts(partners)}
+
+    def losses(self, batch: Batch, step: int) -> LossTerms:
+        self._steps_seen = step
+        if "mlm" in batch:
+            yield {"mlm": self.module["mlm"](**batch["mlm"], labels=batch["labels"]).loss}
+            return
         head = self.module["head"]
         centre_batch_stats = step % 2 == 0  # asymmetric BN: the roles swap every step (Algorithm 1)
-        z_centre = head(self.encoder(self.collator.texts(centres)), batch_stats=centre_batch_stats)
-        z_partner = head(self.encoder(self.collator.texts(partners)), batch_stats=not centre_batch_stats)
+        z_centre = head(self.encoder(batch["centres"]), batch_stats=centre_batch_stats)
+        z_partner = head(self.encoder(batch["partners"]), batch_stats=not centre_batch_stats)
+        lang = batch["lang"]
         yield {"ccp": ccp_contrastive(z_centre, z_partner, bank=self.banks.negatives(lang), temperature=self.args.ccp_temperature)}
         self.banks.push(lang, torch.cat([z_centre, z_partner]))
 
     def _windows(self, lang: str, rng: random.Random, size: int) -> tuple[list[str], list[str]]:
-        """Centre and partner sentences of ``size`` random windows of ``lang`` (docs/models.md §5 "Batch")."""
+        """Centre and partner sentences of ``size`` windows of ``lang``, each from another document (docs/models.md §5 "Batch").
+
+        A window is one of a document's non-overlapping runs of ``--ccp-window``
+        sentences (``windows_of``, as ``sentence_windows``; all of a shorter document's, from 2 up). One
+        window per document: two windows of one document in a batch would be negatives
+        of each other while sharing its topic, or a sentence.
+        """
         centres, partners = [], []
+        used: set[str] = set()
         misses = 0
         while len(centres) < size:
-            sentences = split_sentences(self.random_doc(lang, rng))
+            text = self.random_doc(lang, rng)
+            sentences = split_sentences(text) if text not in used else []
             if len(sentences) < 2:
                 misses += 1
                 if misses > 1000 + 100 * size:
-                    raise ValueError(f"{lang} documents have almost no text of two sentences or more for CCP windows")
+                    raise ValueError(f"{lang} documents give too few distinct texts of two sentences or more for CCP windows of {size}")
                 continue
-            width = min(self.args.ccp_window, len(sentences))
-            start = rng.randrange(len(sentences) - width + 1)
-            window = sentences[start : start + width]
-            centre = width // 2
+            used.add(text)
+            window = rng.choice(windows_of(sentences, min(self.args.ccp_window, len(sentences))))
+            centre = len(window) // 2
             centres.append(window[centre])
-            partners.append(window[rng.choice([i for i in range(width) if i != centre])])
+            partners.append(window[rng.choice([i for i in range(len(window)) if i != centre])])
         return centres, partners
-
-    def _mlm_loss(self, rng: random.Random, size: int) -> torch.Tensor:
-        lang = rng.choice(self.languages())
-        batch = self.collator.texts([self.random_doc(lang, rng) for _ in range(size)])
-        input_ids, labels = mask_tokens(batch["input_ids"], self.tokenizer, batch["attention_mask"])
-        return self.module["mlm"](**{**batch, "input_ids": input_ids}, labels=labels).loss
 
     def extra_state(self) -> dict[str, Any]:
         return {"banks": self.banks.state_dict()}
@@ -148,7 +160,7 @@ class CalibratedRanker(DualEncoderRanker):
 def mask_tokens(input_ids: torch.Tensor, tokenizer, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT masking by transformers' collator (15% of real tokens; 80% [MASK], 10% random, 10% kept).
 
-    Draws from torch's global generator, which the trainer seeds per step.
+    Draws from torch's global generator, which ``draw`` seeds from its own generator.
     """
     from transformers import DataCollatorForLanguageModeling
 

@@ -16,7 +16,7 @@ from torch import nn
 
 from clirmatrix.models.losses import in_batch_nll, language_contrastive, semantic_contrastive
 from clirmatrix.models.modeling.encoder import Encoder, base_model
-from clirmatrix.models.recipes.base import DualEncoderRanker, LossTerms, Ranker, Recipe
+from clirmatrix.models.recipes.base import Batch, DualEncoderRanker, LossTerms, Ranker, Recipe
 from clirmatrix.models.recipes.bi_encoder import draw_dpr_batch
 
 
@@ -29,18 +29,24 @@ class ContrastiveRecipe(Recipe):
     def weight(self, term: str) -> float:
         return {"semantic": self.args.semantic_weight, "language": self.args.language_weight}.get(term, 1.0)
 
-    def losses(self, rng: random.Random, size: int, step: int) -> LossTerms:
-        queries, positives, negatives = draw_dpr_batch(self, rng, size)
-        query_vectors = self.module["query"](self.collator.texts(queries))
-        passage_vectors = self.module["passage"](self.collator.texts(positives + negatives))
-        yield {"ir": in_batch_nll(query_vectors, passage_vectors, similarity="dot")}
-        del query_vectors, passage_vectors
+    def draw(self, rng: random.Random, size: int, step: int) -> Batch:
+        batch = draw_dpr_batch(self, rng, size)
         if self.args.semantic_weight == 0 and self.args.language_weight == 0:
-            return
+            return batch
         pairs = [rng.choice(self.parallel_pairs()) for _ in range(size)]
         targets = [tgt for _, tgt in self.directions]
         extra = [self.random_doc(rng.choice(targets), rng) for _ in range(size)]
-        vectors = self.module["passage"](self.collator.texts([p.text_a for p in pairs] + [p.text_b for p in pairs] + extra))
+        return {**batch, "parallel": self.drawing.texts([p.text_a for p in pairs] + [p.text_b for p in pairs] + extra)}
+
+    def losses(self, batch: Batch, step: int) -> LossTerms:
+        query_vectors = self.module["query"](batch["queries"])
+        passage_vectors = self.module["passage"](batch["passages"])
+        yield {"ir": in_batch_nll(query_vectors, passage_vectors, similarity="dot")}
+        del query_vectors, passage_vectors
+        if "parallel" not in batch:
+            return
+        vectors = self.module["passage"](batch["parallel"])
+        size = vectors.shape[0] // 3  # side a, side b, then as many other documents
         side_a, side_b, others = vectors[:size], vectors[size : 2 * size], vectors[2 * size :]
         yield {"semantic": semantic_contrastive(side_a, side_b, self.args.temperature), "language": language_contrastive(side_a, side_b, others)}
 

@@ -17,7 +17,7 @@ from torch import nn
 from clirmatrix.models.losses import pairwise_hinge, pairwise_softmax
 from clirmatrix.models.modeling.cross_encoder import CrossEncoder
 from clirmatrix.models.modeling.encoder import base_model
-from clirmatrix.models.recipes.base import LossTerms, Ranker, Recipe, by_length
+from clirmatrix.models.recipes.base import Batch, LossTerms, Ranker, Recipe, by_length
 from clirmatrix.models.sampling import RankingPairSampler
 
 PAIR_LOSSES = {"hinge": pairwise_hinge, "softmax_pair": pairwise_softmax}
@@ -36,7 +36,7 @@ class CrossEncoderRecipe(Recipe):
         encoder = [p for p in self.module.parameters() if id(p) not in head_ids]
         return [{"params": encoder, "lr": self.args.lr}, {"params": head, "lr": self.args.head_lr}]
 
-    def losses(self, rng: random.Random, size: int, step: int) -> LossTerms:
+    def draw(self, rng: random.Random, size: int, step: int) -> Batch:
         sampler = RankingPairSampler(self.train_queries(), rng)
         queries, positives, negatives = [], [], []
         while len(queries) < size:
@@ -48,7 +48,11 @@ class CrossEncoderRecipe(Recipe):
             queries.append(pick.record.src_query)
             positives.append(positive)
             negatives.append(negative)
-        scores = self.module(self.collator.pairs(queries + queries, positives + negatives))
+        return {"pairs": self.drawing.pairs(queries + queries, positives + negatives)}
+
+    def losses(self, batch: Batch, step: int) -> LossTerms:
+        scores = self.module(batch["pairs"])
+        size = scores.shape[0] // 2  # positives, then negatives
         yield {"ranking": PAIR_LOSSES[self.args.loss](scores[:size], scores[size:])}
 
     def ranker(self) -> Ranker:

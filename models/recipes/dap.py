@@ -15,7 +15,7 @@ from torch import nn
 from clirmatrix.models.losses import rtl_loss, translation_ranking
 from clirmatrix.models.modeling.dap import RtlHead, TranslationProjection
 from clirmatrix.models.modeling.encoder import Encoder, base_model
-from clirmatrix.models.recipes.base import DualEncoderRanker, LossTerms, Ranker, Recipe
+from clirmatrix.models.recipes.base import Batch, DualEncoderRanker, LossTerms, Ranker, Recipe
 
 PIVOT = "en"
 TR_SCALE = 20.0  # φ = cos / 0.05 (DAP code, docs/models.md §8.8)
@@ -32,12 +32,15 @@ class DapRecipe(Recipe):
     def weight(self, term: str) -> float:
         return self.args.rtl_weight if term == "rtl" else 1.0
 
-    def losses(self, rng: random.Random, size: int, step: int) -> LossTerms:
+    def draw(self, rng: random.Random, size: int, step: int) -> Batch:
         pairs = [rng.choice(self.parallel_pairs()) for _ in range(size)]
         english_first = [pair.lang_a == PIVOT and pair.lang_b != PIVOT for pair in pairs]
         sources = [p.text_b if flip else p.text_a for p, flip in zip(pairs, english_first)]
         targets = [p.text_a if flip else p.text_b for p, flip in zip(pairs, english_first)]
-        encoder, source, target = self.module["encoder"], self.collator.texts(sources), self.collator.texts(targets)
+        return {"source": self.drawing.texts(sources), "target": self.drawing.texts(targets)}
+
+    def losses(self, batch: Batch, step: int) -> LossTerms:
+        encoder, source, target = self.module["encoder"], batch["source"], batch["target"]
         source_states = encoder.states(source)
         target_cls = encoder.states(target)[:, 0]
         projection = self.module["projection"]
