@@ -406,11 +406,12 @@ def irds_command(root: str, prefix: str) -> None:
 
 
 def _add_training_commands() -> None:
-    """``train`` and ``evaluate`` live with the models; importing them does not import torch."""
-    from clirmatrix.models.cli import evaluate, train
+    """``train``, ``evaluate`` and ``reproduce`` live with the models; importing them does not import torch."""
+    from clirmatrix.models.cli import evaluate, reproduce, train
 
     cli.add_command(train)
     cli.add_command(evaluate)
+    cli.add_command(reproduce)
 
 
 _add_training_commands()

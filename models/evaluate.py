@@ -119,6 +119,12 @@ def training_kind(recipe: Recipe) -> str:
     return "mm" if len(recipe.directions) > 1 else "bm"
 
 
+def direction_row(recipe: Recipe, run_name: str, data: str | Path, dataset: str, src: str, tgt: str, split: str, limit: int = 0) -> ResultRow:
+    """The result of a loaded run on one direction, labelled with the run's name, training and model kind."""
+    evaluation = rerank(recipe, data, dataset, src, tgt, split, limit)
+    return ResultRow.from_evaluation(evaluation, model=run_name, dataset=dataset, src=src, tgt=tgt, split=split, training=training_kind(recipe), model_kind=recipe.args.model)
+
+
 def evaluate_run(
     run_dir: str | Path,
     data: str | Path,
@@ -133,23 +139,22 @@ def evaluate_run(
     recipe = load_run(run_dir, device, str(data))
     dataset = dataset or recipe.args.dataset
     directions = resolve_directions(src or recipe.args.src, tgt or recipe.args.tgt)
-    rows = []
-    for s, t in directions:
-        evaluation = rerank(recipe, data, dataset, s, t, split, limit)
-        rows.append(ResultRow.from_evaluation(evaluation, model=Path(run_dir).name, dataset=dataset, src=s, tgt=t, split=split, training=training_kind(recipe)))
-    return rows
+    return [direction_row(recipe, Path(run_dir).name, data, dataset, s, t, split, limit) for s, t in directions]
 
 
-def evaluate_mixed(runs: Sequence[str | Path], data: str | Path, split: str, src: str, limit: int = 0, device: str = "auto") -> ResultRow:
+def evaluate_mixed(runs: Sequence[str | Path], data: str | Path, split: str, src: str, limit: int = 0, device: str = "auto", targets: Sequence[str] | None = None) -> ResultRow:
     """MULTI-8 mixed-language retrieval for queries in ``src`` (docs/models.md §1).
 
     The targets are the other MULTI-8 languages whose files are present (all 7 in a
-    full build or download). One run: a multilingual model scoring all candidates directly.
-    Several runs: bilingual models, each covering ``src``->T for some T; their
-    scores are z-normalised per (query, T) and merged.
+    full build or download), or those of ``targets`` (a subset of languages, as
+    ``clirmatrix reproduce multi8 --langs`` trains). One run: a multilingual model
+    scoring all candidates directly. Several runs: bilingual models, each covering
+    ``src``->T for some T; their scores are z-normalised per (query, T) and merged.
+    The row records the targets: the paper's figure is for all 7 only.
     """
     recipes = [load_run(run, device, str(data)) for run in runs]
-    targets = [lang for lang in MULTI8_LANGUAGES if lang != src and (Path(data) / layout.query_file("multi8", src, lang, split)).is_file()]
+    chosen = MULTI8_LANGUAGES if targets is None else targets
+    targets = [lang for lang in chosen if lang != src and (Path(data) / layout.query_file("multi8", src, lang, split)).is_file()]
     if not targets:
         raise MissingInputError(f"{data} has no MULTI-8 {split} files for queries in {src}; fetch them with: clirmatrix download multi8 --src {src} --split {split}")
     by_target = {}
@@ -185,7 +190,18 @@ def evaluate_mixed(runs: Sequence[str | Path], data: str | Path, split: str, src
     _warn_missing(missing, f"multi8 {src}->mixed {split}")
     evaluation = evaluate_rankings(qrels, rankings)
     name = Path(runs[0]).name if not merge else "+".join(Path(run).name for run in runs)
-    return ResultRow.from_evaluation(evaluation, model=name, dataset="multi8", src=src, tgt=MIXED, split=split, training="bm" if merge else "mm")
+    kinds = {recipe.args.model for recipe in recipes}
+    return ResultRow.from_evaluation(
+        evaluation,
+        model=name,
+        dataset="multi8",
+        src=src,
+        tgt=MIXED,
+        split=split,
+        training="bm" if merge else "mm",
+        model_kind=kinds.pop() if len(kinds) == 1 else None,
+        mixed_targets=targets,
+    )
 
 
 def save_rows(rows: Sequence[ResultRow], out_dir: Path, name: str) -> tuple[Path, Path]:

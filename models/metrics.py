@@ -9,8 +9,10 @@
   Queries whose candidates carry no label > 0 (IDCG = 0) are excluded and counted (§1).
 - ``zscore_merge`` merges the per-target lists of one MULTI-8 mixed-language query by z-score
   (§1 "MULTI-8"); ``mixed_key``/``mixed_qrels``/``mixed_ranking`` key documents by language.
-- ``PAPER_NDCG10`` holds the dissertation's NDCG@10 tables 7.6, 7.8 and 7.9 as printed;
-  ``ResultRow``, ``write_results``, ``read_results`` and ``format_table`` report a run next to them.
+- ``PAPER_NDCG10`` holds the dissertation's NDCG@10 tables 7.6, 7.8 and 7.9 as printed; they are
+  figures of one model (``PAPER_MODEL``, the mBERT cross-encoder), so ``paper_ndcg10`` gives one only
+  for a row of that model in the very setting printed. ``ResultRow``, ``write_results``,
+  ``read_results`` and ``format_table`` report a run next to them.
 
 ir-measures comes with the ``train`` extra and is imported only when a ranking is evaluated.
 """
@@ -25,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.localio import atomic_write
 
 NDCG10 = "ndcg@10"
@@ -223,6 +226,11 @@ def mixed_ranking(merged: Sequence[tuple[str, str, float]]) -> list[tuple[str, f
     return [(mixed_key(lang, doc_id), score) for lang, doc_id, score in merged]
 
 
+# Whose figures PAPER_NDCG10 holds: [D] §7.3.1 trains one model for Tables 7.6, 7.8 and 7.9, the mBERT
+# cross-encoder (CEDR's vanilla BERT ranker, pairwise hinge, Adam, 20 epochs of ~1,000 pairs; docs/models.md §1).
+# A bi-encoder, DPR, DAP or CCP run has no printed counterpart on CLIRMatrix (§2-§5).
+PAPER_MODEL = "cross-encoder"
+
 # The dissertation's NDCG@10 (test1) as printed, copied from docs/models.md §1.
 # bi139_base_en_x: Table 7.6, BI-139 base, en→X, by target language.
 # multi8_bm: Table 7.8, MULTI-8 single-language bilingual models, by (query language, target language).
@@ -290,8 +298,10 @@ PAPER_MULTI8_MM_BEAT_BM: frozenset[tuple[str, str]] = frozenset({
 })
 
 
-def paper_ndcg10(dataset: str, src: str, tgt: str, split: str, training: str = "bm") -> float | None:
-    """The dissertation's NDCG@10 for a setting, or None where it printed none (or an unreliable one).
+def paper_ndcg10(
+    dataset: str, src: str, tgt: str, split: str, training: str = "bm", *, model_kind: str | None, mixed_targets: Sequence[str] = ()
+) -> float | None:
+    """The dissertation's NDCG@10 for a model in a setting, or None where it printed none (or an unreliable one).
 
     Args:
         dataset: "bi139-base", "bi139-full" or "multi8" (the ir_datasets names of docs/formats.md).
@@ -299,12 +309,17 @@ def paper_ndcg10(dataset: str, src: str, tgt: str, split: str, training: str = "
         tgt: document language, or ``MIXED``.
         split: only "test1" has reference numbers.
         training: "bm" (bilingual model of this direction) or "mm" (multilingual model).
+        model_kind: the run's ``--model``; only ``PAPER_MODEL`` has printed figures (None: unknown, so none).
+        mixed_targets: for ``MIXED``, the document languages pooled; Table 7.9 pools all 7 others,
+            and a ranking over fewer languages is another, easier setting.
     """
-    if split != "test1":
+    if split != "test1" or model_kind != PAPER_MODEL:
         return None
     if dataset == "bi139-base" and src == "en" and training == "bm":
         table, key = "bi139_base_en_x", tgt
     elif dataset == "multi8" and tgt == MIXED:
+        if set(mixed_targets) != set(MULTI8_LANGUAGES) - {src}:
+            return None
         table, key = ("multi8_mixed_bm_znorm" if training == "bm" else "multi8_mixed_mm"), src
     elif dataset == "multi8" and training == "bm":
         table, key = "multi8_bm", (src, tgt)
@@ -329,6 +344,9 @@ class ResultRow:
         queries: queries evaluated.
         excluded: queries excluded for IDCG = 0.
         training: "bm" (bilingual model, z-score merged when mixed) or "mm" (multilingual model).
+        model_kind: the run's ``--model`` (``cross-encoder``, ``bi-encoder``, ...); None in files
+            written before it was recorded, which therefore get no paper figure.
+        mixed_targets: for mixed-language rows, the document languages pooled (else empty).
     """
 
     model: str
@@ -340,18 +358,22 @@ class ResultRow:
     queries: int = 0
     excluded: int = 0
     training: str = "bm"
+    model_kind: str | None = None
+    mixed_targets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.training not in TRAININGS:
             raise ValueError(f"training must be one of {TRAININGS}, not {self.training!r}")
+        object.__setattr__(self, "mixed_targets", tuple(self.mixed_targets))  # a JSON list comes back as a tuple
 
     @classmethod
     def from_evaluation(
-        cls, evaluation: Evaluation, *, model: str, dataset: str, src: str, tgt: str, split: str, training: str = "bm"
+        cls, evaluation: Evaluation, *, model: str, dataset: str, src: str, tgt: str, split: str, training: str = "bm",
+        model_kind: str | None = None, mixed_targets: Sequence[str] = (),
     ) -> ResultRow:
         """The row of an ``evaluate_rankings`` result."""
-        return cls(model, dataset, src, tgt, split, dict(evaluation.measures),
-                   queries=evaluation.queries, excluded=evaluation.excluded, training=training)
+        return cls(model, dataset, src, tgt, split, dict(evaluation.measures), queries=evaluation.queries,
+                   excluded=evaluation.excluded, training=training, model_kind=model_kind, mixed_targets=tuple(mixed_targets))
 
     @property
     def direction(self) -> str:
@@ -360,18 +382,19 @@ class ResultRow:
 
     @property
     def paper_ndcg10(self) -> float | None:
-        """The dissertation's NDCG@10 for this setting, if it printed a usable one."""
-        return paper_ndcg10(self.dataset, self.src, self.tgt, self.split, self.training)
+        """The dissertation's NDCG@10 for this model and setting, if it printed a usable one."""
+        return paper_ndcg10(self.dataset, self.src, self.tgt, self.split, self.training, model_kind=self.model_kind, mixed_targets=self.mixed_targets)
 
 
 def write_results(
-    path_json: str | os.PathLike, results: Sequence[ResultRow], *, path_table: str | os.PathLike | None = None
+    path_json: str | os.PathLike, results: Sequence[ResultRow], *, path_table: str | os.PathLike | None = None, extra: Mapping[str, Any] | None = None
 ) -> None:
     """Write the rows as JSON ({"results": [row, ...]}, each with its "paper_ndcg@10"), atomically.
 
     NaN measures are written as null. With ``path_table``, ``format_table`` goes there too.
+    ``extra`` adds top-level keys beside "results" (what a cache needs to tell a stale file).
     """
-    payload = {"results": [{**asdict(row), f"paper_{NDCG10}": row.paper_ndcg10} for row in results]}
+    payload = {**(extra or {}), "results": [{**asdict(row), f"paper_{NDCG10}": row.paper_ndcg10} for row in results]}
     with atomic_write(path_json) as handle:
         handle.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
     if path_table is not None:
@@ -380,7 +403,8 @@ def write_results(
 
 
 def read_results(path_json: str | os.PathLike) -> list[ResultRow]:
-    """The rows of a ``write_results`` file (null measures come back as NaN)."""
+    """The rows of a ``write_results`` file (null measures come back as NaN; older files, without
+    ``model_kind`` and ``mixed_targets``, read as rows of an unknown model)."""
     with open(path_json, "rb") as handle:
         payload = orjson.loads(handle.read())
     rows = []
@@ -399,19 +423,19 @@ def _number(value: float | None, digits: int = 3, signed: bool = False) -> str:
 
 def format_table(results: Sequence[ResultRow]) -> str:
     """A fixed-width text table of the rows, with the paper's NDCG@10 and Δ = ours − paper where printed."""
-    header = ("dataset", "direction", "split", "model", "training", "queries", "excluded",
+    header = ("dataset", "direction", "split", "model", "kind", "training", "queries", "excluded",
               "nDCG@10", "MRR@100", "R@100", "paper nDCG@10", "Δ")
     lines = [header]
     for row in results:
         ndcg, paper = row.measures.get(NDCG10), row.paper_ndcg10
         delta = None if ndcg is None or paper is None else ndcg - paper
         lines.append((
-            row.dataset, row.direction, row.split, row.model, row.training, str(row.queries), str(row.excluded),
+            row.dataset, row.direction, row.split, row.model, row.model_kind or "-", row.training, str(row.queries), str(row.excluded),
             _number(ndcg), _number(row.measures.get(MRR100)), _number(row.measures.get(RECALL100)),
             _number(paper, 2), _number(delta, signed=True),
         ))
     widths = [max(len(line[column]) for line in lines) for column in range(len(header))]
-    text_columns = 5  # left-aligned; the numbers are right-aligned
+    text_columns = 6  # left-aligned; the numbers are right-aligned
     rendered = [
         "  ".join(cell.ljust(width) if column < text_columns else cell.rjust(width)
                   for column, (cell, width) in enumerate(zip(line, widths))).rstrip()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import statistics
@@ -26,6 +27,7 @@ from clirmatrix.models.metrics import (
     write_results,
     zscore_merge,
 )
+from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 
 pytest.importorskip("ir_measures")
 
@@ -197,12 +199,44 @@ def test_reference_numbers_spot_checks():
     assert len(PAPER_NDCG10["bi139_base_en_x"]) == 138 and len(PAPER_NDCG10["multi8_bm"]) == 56
     # docs/models.md: "The mean of these printed values is 0.833"
     assert statistics.fmean(PAPER_NDCG10["bi139_base_en_x"].values()) == pytest.approx(0.833, abs=5e-4)
-    assert metrics.paper_ndcg10("bi139-base", "en", "de", "test1") == 0.88
-    assert metrics.paper_ndcg10("bi139-base", "en", "id", "test1") is None  # unreliable, §8.5
-    assert metrics.paper_ndcg10("bi139-base", "en", "de", "dev") is None
-    assert metrics.paper_ndcg10("multi8", "en", MIXED, "test1", "mm") == 0.75
-    assert metrics.paper_ndcg10("multi8", "en", MIXED, "test1", "bm") == 0.66
-    assert metrics.paper_ndcg10("multi8", "en", "de", "test1", "mm") is None  # not printed
+    cross = {"model_kind": "cross-encoder"}
+    all_others = {**cross, "mixed_targets": [lang for lang in MULTI8_LANGUAGES if lang != "en"]}
+    assert metrics.paper_ndcg10("bi139-base", "en", "de", "test1", **cross) == 0.88
+    assert metrics.paper_ndcg10("bi139-base", "en", "id", "test1", **cross) is None  # unreliable, §8.5
+    assert metrics.paper_ndcg10("bi139-base", "en", "de", "dev", **cross) is None
+    assert metrics.paper_ndcg10("multi8", "en", MIXED, "test1", "mm", **all_others) == 0.75
+    assert metrics.paper_ndcg10("multi8", "en", MIXED, "test1", "bm", **all_others) == 0.66
+    assert metrics.paper_ndcg10("multi8", "en", "de", "test1", "mm", **cross) is None  # not printed
+
+
+@pytest.mark.parametrize("kind", ["bi-encoder", "contrastive", "dap", "ccp", None])
+def test_the_papers_figures_belong_to_its_cross_encoder_alone(kind):
+    """[D] §7.3.1 trains the mBERT cross-encoder for Tables 7.6, 7.8 and 7.9: another model (or an unknown one) gets no figure."""
+    others = tuple(lang for lang in MULTI8_LANGUAGES if lang != "en")
+    settings = [("bi139-base", "en", "de", "bm", ()), ("multi8", "en", "de", "bm", ()),
+                ("multi8", "en", MIXED, "bm", others), ("multi8", "en", MIXED, "mm", others)]
+    for dataset, src, tgt, training, targets in settings:
+        cross = ResultRow("run", dataset, src, tgt, "test1", training=training, model_kind="cross-encoder", mixed_targets=targets)
+        other = dataclasses.replace(cross, model_kind=kind)
+        assert cross.paper_ndcg10 is not None and other.paper_ndcg10 is None, (dataset, tgt, training)
+    assert ResultRow("bm", "multi8", "en", "de", "test1", model_kind="cross-encoder").paper_ndcg10 == 0.82
+
+
+def test_mixed_retrieval_over_fewer_languages_has_no_paper_figure():
+    """Table 7.9 pools the 7 other languages; a ranking over a subset is another setting."""
+    row = ResultRow("mm", "multi8", "en", MIXED, "test1", training="mm", model_kind="cross-encoder", mixed_targets=("de", "fr"))
+    assert row.paper_ndcg10 is None
+    assert dataclasses.replace(row, mixed_targets=("ar", "de", "es", "fr", "ja", "ru", "zh")).paper_ndcg10 == 0.75
+
+
+def test_results_files_written_before_the_model_kind_was_recorded_still_read(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text('''{"results": [{"model": "en-de", "dataset": "bi139-base", "src": "en", "tgt": "de", "split": "test1",
+        "measures": {"ndcg@10": 0.5, "mrr@100": null}, "queries": 10, "excluded": 0, "training": "bm", "paper_ndcg@10": 0.88}]}''')
+    (row,) = read_results(path)
+    assert (row.model, row.model_kind, row.mixed_targets, row.measures[NDCG10]) == ("en-de", None, (), 0.5)
+    assert math.isnan(row.measures[MRR100])
+    assert row.paper_ndcg10 is None  # which model wrote it is unknown
 
 
 def test_reference_numbers_match_models_md():
@@ -234,9 +268,9 @@ def test_reference_numbers_match_models_md():
 def test_results_json_round_trip_and_table(tmp_path):
     rows = [
         ResultRow("mbert-bm", "bi139-base", "en", "de", "test1",
-                  {NDCG10: 0.8712, MRR100: 0.9, RECALL100: 1.0}, queries=998, excluded=2),
+                  {NDCG10: 0.8712, MRR100: 0.9, RECALL100: 1.0}, queries=998, excluded=2, model_kind="cross-encoder"),
         ResultRow("mbert-mm", "multi8", "en", MIXED, "test1", {NDCG10: 0.70, MRR100: 0.8, RECALL100: 0.95},
-                  queries=1000, training="mm"),
+                  queries=1000, training="mm", model_kind="cross-encoder", mixed_targets=("ar", "de", "es", "fr", "ja", "ru", "zh")),
         ResultRow("mbert-bm", "multi8", "fr", "de", "dev", {NDCG10: math.nan}, queries=0, excluded=5),
     ]
     path = tmp_path / "out" / "results.json"
@@ -252,7 +286,7 @@ def test_results_json_round_trip_and_table(tmp_path):
     lines = table.splitlines()
     assert "nDCG@10" in lines[0] and "paper nDCG@10" in lines[0]
     bi = next(line for line in lines if "en→de" in line)
-    assert re.search(r"bi139-base\s+en→de\s+test1\s+mbert-bm\s+bm\s+998\s+2\s+0\.871\s+0\.900\s+1\.000\s+0\.88\s+-0\.009$", bi)
+    assert re.search(r"bi139-base\s+en→de\s+test1\s+mbert-bm\s+cross-encoder\s+bm\s+998\s+2\s+0\.871\s+0\.900\s+1\.000\s+0\.88\s+-0\.009$", bi)
     mixed = next(line for line in lines if "en→mixed" in line)
     assert mixed.endswith("0.75  -0.050")
     dev = next(line for line in lines if "fr→de" in line)
@@ -262,7 +296,7 @@ def test_results_json_round_trip_and_table(tmp_path):
 def test_result_row_from_evaluation():
     qrels, ranking = ranking_of([0, 6, 0])
     evaluation = evaluate_rankings({"q": qrels, "z": {}}, {"q": ranking, "z": [("a", 0.0)]})
-    row = ResultRow.from_evaluation(evaluation, model="m", dataset="multi8", src="ar", tgt="de", split="test1")
+    row = ResultRow.from_evaluation(evaluation, model="m", dataset="multi8", src="ar", tgt="de", split="test1", model_kind="cross-encoder")
     assert (row.queries, row.excluded, row.paper_ndcg10) == (1, 1, 0.65)
     assert row.measures[NDCG10] == pytest.approx(direct_ndcg([0, 6, 0]))
     with pytest.raises(ValueError):
