@@ -20,19 +20,27 @@ MODELS: tuple[str, ...] = ("cross-encoder", "bi-encoder", "contrastive", "dap", 
 
 # Per-model defaults (docs/models.md section in the comment); everything else is shared.
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
-    # §1 (CEDR code): Adam, 2e-5 BERT / 1e-3 head, 16 pairs per step, 64 steps x 20 epochs, query <= 20 pieces.
+    # §1 (CEDR code): Adam, 2e-5 BERT / 1e-3 head, constant rate, 16 pairs per step, 64 steps x 20 epochs, query <= 20 pieces.
     "cross-encoder": {"pooling": "cls", "loss": "hinge", "lr": 2e-5, "head_lr": 1e-3, "batch_size": 16, "steps_per_epoch": 64, "epochs": 20, "max_len": 512},
-    # §2a: sentence-transformers fit() defaults, batch 8, 20 epochs; §8.11.
-    "bi-encoder": {"pooling": "mean", "loss": "cosine", "lr": 2e-5, "weight_decay": 0.01, "warmup_steps": 100, "batch_size": 8, "steps_per_epoch": 64, "epochs": 20, "max_len": 512},
-    # §2b + §3: DPR dual encoder, batch 48, lr 1e-5, grad clip 2.0, max length 256; w_s 0.01, w_l 0.001.
+    # §2a: sentence-transformers fit(): AdamW 2e-5, decay 0.01, linear warm-up and decay; batch 8, 20 epochs; early stopping (§8.11).
+    "bi-encoder": {"pooling": "mean", "loss": "cosine", "lr": 2e-5, "weight_decay": 0.01, "batch_size": 8, "steps_per_epoch": 64, "epochs": 20, "max_len": 512, "patience": 20},
+    # §2b + §3: DPR dual encoder, batch 48, lr 1e-5, grad clip 2.0, max length 256, linear warm-up and decay; w_s 0.01, w_l 0.001.
     "contrastive": {"pooling": "cls", "loss": "in-batch", "lr": 1e-5, "batch_size": 48, "steps_per_epoch": 64, "epochs": 20, "max_len": 256, "max_grad_norm": 2.0},
-    # §4: AdamW 5e-5, max length 32, RTL weight 1.0 (paper; the code uses 0.1), 2 RTL layers.
-    "dap": {"pooling": "cls", "loss": "tr+rtl", "lr": 5e-5, "batch_size": 128, "steps_per_epoch": 64, "epochs": 20, "max_len": 32},
-    # §5: Adam 3e-5 with warm-up, micro-batches of 32 windows, tau 0.1, bank 32,768 per language.
-    "ccp": {"pooling": "cls", "loss": "ccp+mlm", "lr": 3e-5, "warmup_steps": 100, "batch_size": 32, "steps_per_epoch": 64, "epochs": 20, "max_len": 128},
+    # §4: AdamW 5e-5, batch 1,024 (micro-batches of 128), max length 32, RTL weight 1.0 (paper; the code uses 0.1), 2 RTL layers.
+    "dap": {"pooling": "cls", "loss": "tr+rtl", "lr": 5e-5, "batch_size": 1024, "steps_per_epoch": 64, "epochs": 20, "max_len": 32},
+    # §5: Adam 3e-5 with warm-up, batch 2,048 in micro-batches of 32 windows, tau 0.1, bank 32,768 per language.
+    "ccp": {"pooling": "cls", "loss": "ccp+mlm", "lr": 3e-5, "batch_size": 2048, "steps_per_epoch": 64, "epochs": 20, "max_len": 128},
 }
 
-SHARED_DEFAULTS: dict[str, Any] = {"weight_decay": 0.0, "warmup_steps": 0, "max_grad_norm": 1.0}
+SHARED_DEFAULTS: dict[str, Any] = {"weight_decay": 0.0, "max_grad_norm": 1.0, "patience": 0}
+
+# Linear warm-up over this share of the run's steps, then linear decay to 0 (docs/models.md §8.13):
+# the papers' schedule where they give one, ours where they do not; CEDR's rate is constant.
+WARMUP_SHARE: dict[str, float] = {"cross-encoder": 0.0, "bi-encoder": 0.1, "contrastive": 0.1, "dap": 0.1, "ccp": 0.1}
+
+# Examples per micro-batch when --grad-accum is not given: the papers' batches of DAP and CCP
+# are reached by accumulating micro-batches of the size their code runs at once.
+MICRO_BATCH: dict[str, int] = {"dap": 128, "ccp": 32}
 
 
 def _help(text: str, default: Any = None) -> Any:
@@ -54,11 +62,16 @@ class TrainArguments:
     epochs: int | None = _help("epochs; an epoch is --steps-per-epoch optimizer steps, then a dev evaluation", None)
     steps_per_epoch: int | None = _help("optimizer steps per epoch", None)
     batch_size: int | None = _help("examples per optimizer step (pairs, triples, parallel pairs or windows)", None)
-    grad_accum: int = _help("split each step's batch into this many micro-batches (same result, less memory)", 1)
+    grad_accum: int | None = _help(
+        "split each step's batch into this many micro-batches (less memory; in-batch losses then see a micro-batch's negatives); "
+        "default: micro-batches of 128 (DAP) or 32 (CCP) when they divide --batch-size, else 1",
+        None,
+    )
     lr: float | None = _help("learning rate of the encoder", None)
     head_lr: float | None = _help("learning rate of task heads (cross-encoder's linear layer); default = --lr", None)
     weight_decay: float | None = _help("AdamW weight decay (default 0)", None)
-    warmup_steps: int | None = _help("linear warm-up steps, then linear decay to 0; 0 = constant rate (default 0)", None)
+    warmup_steps: int | None = _help("linear warm-up steps, then linear decay to 0; 0 = constant rate (default: 10% of the run's steps, 0 for the cross-encoder)", None)
+    patience: int | None = _help("stop after this many dev evaluations without a better score (0 = never; bi-encoder 20, §8.11)", None)
     max_grad_norm: float | None = _help("gradient clipping norm (default 1.0)", None)
     max_len: int | None = _help("maximum sequence length in wordpieces", None)
     pooling: str | None = _help("sentence vector of the encoders: cls or mean (bi-encoder: mean, §2a; others: cls)", None)
@@ -98,6 +111,11 @@ class TrainArguments:
                 values[name] = default
         if values["head_lr"] is None:
             values["head_lr"] = values["lr"]
+        if values["warmup_steps"] is None:
+            values["warmup_steps"] = round(WARMUP_SHARE[self.model] * values["epochs"] * values["steps_per_epoch"])
+        if values["grad_accum"] is None:
+            micro = MICRO_BATCH.get(self.model, values["batch_size"])
+            values["grad_accum"] = values["batch_size"] // micro if values["batch_size"] % micro == 0 else 1
         if values["workers"] < -1 or values["prefetch"] < 1:
             raise InvalidInputError(f"--workers must be -1 (auto) or more and --prefetch 1 or more, got {values['workers']} and {values['prefetch']}")
         return TrainArguments(**values)

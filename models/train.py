@@ -5,12 +5,21 @@ and tokenizer of ``--init``, no weights), ``checkpoints/`` (the last two, for
 resuming), ``best/model.pt`` (best dev nDCG@10), ``log.jsonl`` (one line per epoch)
 and ``state.json`` once training ends. Rerunning the same command resumes; other
 settings in a used directory need ``--overwrite``.
+
+``--init`` is a HuggingFace model directory or another run's directory: that run's
+best encoder is exported once as a model directory (``RUN_DIR/export``, redone when
+``best/model.pt`` changes) and training starts from it, e.g. DPR fine-tuning from a
+CCP run as the CCP paper does.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import random
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -18,13 +27,15 @@ import torch
 
 from clirmatrix.models import distributed
 from clirmatrix.models.arguments import TrainArguments
-from clirmatrix.models.evaluate import BACKBONE, dev_score
+from clirmatrix.models.evaluate import BACKBONE, dev_score, load_run
 from clirmatrix.models.modeling.encoder import check_model_dir, save_backbone_files
 from clirmatrix.models.recipes import recipe_class
 from clirmatrix.models.trainer import BEST, Trainer, TrainState
-from clirmatrix.pipeline.errors import InvalidInputError
+from clirmatrix.pipeline.errors import InvalidInputError, MissingInputError
 
 ARGS = "args.json"
+EXPORT = "export"  # a run's best encoder as a model directory, for runs that start from it
+EXPORTED_FROM = "exported-from.json"
 
 
 class RunDirError(InvalidInputError):
@@ -57,6 +68,36 @@ def _prepare(args: TrainArguments) -> None:
     args.save(saved)
 
 
+def resolve_init(init: str) -> str:
+    """``--init`` as a model directory: a run directory's best encoder is exported first (see the module docstring)."""
+    run_dir = Path(init)
+    if not (run_dir / ARGS).is_file():
+        return init
+    best = run_dir / BEST / "model.pt"
+    if not best.is_file():
+        raise MissingInputError(f"--init {run_dir} is a run without a best model ({best}): it has not finished an epoch")
+    digest = hashlib.sha256()
+    with open(best, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    source = {"run": str(run_dir.resolve()), "best_sha256": digest.hexdigest()}
+    export = run_dir / EXPORT
+    stamp = export / EXPORTED_FROM
+    if stamp.is_file() and json.loads(stamp.read_text()) == source:
+        return str(export)
+    recipe = load_run(run_dir, device="cpu")
+    partial = Path(tempfile.mkdtemp(prefix=f".{EXPORT}.", dir=run_dir))
+    try:
+        recipe.export_masked_lm().save_pretrained(partial)
+        recipe.tokenizer.save_pretrained(partial)
+        (partial / EXPORTED_FROM).write_text(json.dumps(source) + "\n")
+        shutil.rmtree(export, ignore_errors=True)
+        os.replace(partial, export)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return str(export)
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -68,10 +109,14 @@ def run_training(args: TrainArguments, show_progress: bool = True) -> TrainState
     args = args.resolved()
     if not Path(args.data).is_dir():
         raise FileNotFoundError(f"--data {args.data} is not a folder; build one with clirmatrix build or fetch one with clirmatrix download")
-    check_model_dir(args.init)
     if not args.out:
         raise ValueError("--out (the run directory) is required")
     process, device = distributed.start(args.device)
+    if process.main:  # one rank exports a run given as --init; the others find it done
+        resolve_init(args.init)
+    distributed.barrier(process)
+    args.init = resolve_init(args.init)
+    check_model_dir(args.init)
     prepare_run_dir(args, process)
     run_dir = Path(args.out)
     seed_everything(args.seed)

@@ -44,6 +44,7 @@ class TrainState:
     best_step: int = 0
     history: list[dict] = field(default_factory=list)  # one entry per epoch: mean losses, dev score
     done: bool = False
+    stopped_early: bool = False  # --patience evaluations passed without a better dev score
 
 
 def decay_groups(groups: list[dict], weight_decay: float) -> list[dict]:
@@ -189,7 +190,7 @@ class Trainer:
         epoch_sums: dict[str, torch.Tensor] = {}
         synced_at = self.state.step
         started = time.perf_counter()
-        while self.state.step < self.total_steps:
+        while self.state.step < self.total_steps and not self.state.stopped_early:
             for name, value in self.step(batches).items():
                 epoch_sums[name] = epoch_sums.get(name, 0.0) + value
             epoch_end = self.state.step % args.steps_per_epoch == 0
@@ -224,6 +225,8 @@ class Trainer:
         if score > self.state.best_score:
             self.state.best_score, self.state.best_step = score, self.state.step
             self.save_best()
+        since_best = (self.state.step - self.state.best_step) // self.args.steps_per_epoch
+        self.state.stopped_early = bool(self.args.patience) and since_best >= self.args.patience
         entry = {
             "epoch": self.state.step // self.args.steps_per_epoch,
             "step": self.state.step,

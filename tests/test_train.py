@@ -478,3 +478,48 @@ def test_a_non_finite_loss_stops_the_run_before_a_checkpoint_holds_it(toy, tmp_p
         run_training(toy_args(toy, tmp_path, save_steps=2, **QUICK), show_progress=False)
     saved = sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir())
     assert saved == ["step-00000002"]  # step 4's weights had seen the NaN: never saved
+
+
+def test_a_ccp_run_serves_as_init_for_dpr_fine_tuning(toy, tmp_path):
+    from clirmatrix.models.evaluate import load_run
+    from clirmatrix.models.modeling.encoder import base_model, load_masked_lm
+    from clirmatrix.models.train import resolve_init
+
+    ccp = toy_args(toy, tmp_path / "ccp", model="ccp", epochs=1, steps_per_epoch=3, batch_size=4, ccp_bank=64,
+                   calibration="shift-scale", calibration_docs=20, dev_queries=5)
+    run_training(ccp, show_progress=False)
+    ccp_dir = tmp_path / "ccp" / "run"
+    dpr = toy_args(toy, tmp_path / "dpr", init=str(ccp_dir), **QUICK)
+    assert run_training(dpr, show_progress=False).done
+    exported = load_masked_lm(ccp_dir / "export")
+    trained = load_run(ccp_dir, device="cpu").module["mlm"].state_dict()
+    assert all(torch.equal(value, trained[name]) for name, value in exported.state_dict().items())  # MLM head included
+    stamp = (ccp_dir / "export" / "exported-from.json").stat().st_mtime_ns
+    run_training(toy_args(toy, tmp_path / "dpr2", init=str(ccp_dir), **QUICK), show_progress=False)
+    assert (ccp_dir / "export" / "exported-from.json").stat().st_mtime_ns == stamp  # exported once while best/ is unchanged
+
+    # another kind of run: its encoder, under the MLM head of the run's own --init (here the CCP export)
+    original = exported
+    bi_export = load_masked_lm(resolve_init(str(tmp_path / "dpr" / "run")))
+    encoder = load_run(tmp_path / "dpr" / "run", device="cpu").module.transformer.state_dict()
+    assert all(torch.equal(value, encoder[name]) for name, value in base_model(bi_export).state_dict().items())
+    tied = {"cls.predictions.decoder.weight"}  # the word embeddings, which the run trained
+    heads = {name: value for name, value in original.state_dict().items() if not name.startswith(original.base_model_prefix + ".") and name not in tied}
+    assert heads and all(torch.equal(value, bi_export.state_dict()[name]) for name, value in heads.items())
+
+
+def test_early_stopping_ends_a_run_after_patience_evaluations_without_a_better_score(toy, tmp_path):
+    # lr 0: every epoch scores what the first did, which is never strictly better
+    args = toy_args(toy, tmp_path, **{**QUICK, "epochs": 5, "steps_per_epoch": 2, "lr": 0.0, "patience": 2})
+    state = run_training(args, show_progress=False)
+    assert state.done and state.stopped_early
+    assert [entry["epoch"] for entry in state.history] == [1, 2, 3] and state.step == 6 and state.best_step == 2
+
+
+def test_defaults_give_the_papers_batches_and_schedules():
+    dap, ccp = TrainArguments(model="dap").resolved(), TrainArguments(model="ccp").resolved()
+    assert (dap.batch_size, dap.grad_accum) == (1024, 8) and (ccp.batch_size, ccp.grad_accum) == (2048, 64)
+    assert TrainArguments(model="ccp", batch_size=48).resolved().grad_accum == 1  # 32 does not divide 48: one micro-batch
+    assert TrainArguments(model="cross-encoder").resolved().warmup_steps == 0  # CEDR: constant rate
+    assert TrainArguments(model="bi-encoder").resolved().warmup_steps == 128  # 10% of 20 x 64 steps
+    assert TrainArguments(model="bi-encoder", epochs=1, steps_per_epoch=50).resolved().warmup_steps == 5

@@ -23,7 +23,7 @@ from torch import nn
 from clirmatrix.models.arguments import TrainArguments
 from clirmatrix.models.collate import Collator
 from clirmatrix.models.data import DocStore, ParallelPair, QueryRecord, QueryStore, mine_parallel_pairs
-from clirmatrix.models.modeling.encoder import Encoder, load_masked_lm, load_tokenizer
+from clirmatrix.models.modeling.encoder import Encoder, base_model, load_masked_lm, load_tokenizer
 from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
@@ -96,6 +96,7 @@ class Recipe:
         self.args = args
         self.device = device
         self.directions = resolve_directions(args.src, args.tgt)
+        self.backbone = Path(backbone)
         self.tokenizer = load_tokenizer(backbone)
         self.collator = Collator(self.tokenizer, args.max_len, args.max_query_len, device)  # scoring: tensors on the device
         self.drawing = Collator(self.tokenizer, args.max_len, args.max_query_len, "cpu")  # training batches: CPU tensors, moved by the trainer
@@ -143,6 +144,21 @@ class Recipe:
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         pass
+
+    def init_transformer(self) -> nn.Module:
+        """The trained transformer a later run starts from when this run is its ``--init`` (the document side's)."""
+        return self.module.transformer
+
+    def export_masked_lm(self) -> nn.Module:
+        """A masked-LM model holding :meth:`init_transformer`'s weights, to save as a HuggingFace model directory.
+
+        Its MLM head comes from the run's own ``--init`` while that directory exists
+        (the run did not train it), else it is freshly initialised.
+        """
+        original = Path(self.args.init)
+        masked_lm = load_masked_lm(original if (original / "config.json").is_file() else self.backbone, weights=(original / "config.json").is_file())
+        base_model(masked_lm).load_state_dict(self.init_transformer().state_dict())
+        return masked_lm
 
     def finish(self, run_dir: Path) -> None:
         """Work after the last step that evaluation needs (CCP's calibration)."""

@@ -96,6 +96,12 @@ class CcpRecipe(Recipe):
             partners.append(window[rng.choice([i for i in range(len(window)) if i != centre])])
         return centres, partners
 
+    def init_transformer(self) -> nn.Module:
+        return self.encoder.transformer
+
+    def export_masked_lm(self) -> nn.Module:
+        return self.module["mlm"]  # trained whole, MLM head included: the DPR fine-tuning of [CCP] starts here
+
     def extra_state(self) -> dict[str, Any]:
         return {"banks": self.banks.state_dict()}
 

@@ -50,5 +50,8 @@ class ContrastiveRecipe(Recipe):
         side_a, side_b, others = vectors[:size], vectors[size : 2 * size], vectors[2 * size :]
         yield {"semantic": semantic_contrastive(side_a, side_b, self.args.temperature), "language": language_contrastive(side_a, side_b, others)}
 
+    def init_transformer(self) -> nn.Module:
+        return self.module["passage"].transformer  # the encoder every loss trains
+
     def ranker(self) -> Ranker:
         return DualEncoderRanker(self, self.module["query"], self.module["passage"], "dot")

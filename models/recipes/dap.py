@@ -51,5 +51,8 @@ class DapRecipe(Recipe):
         labels = target["input_ids"].masked_fill(target_mask == 0, IGNORE)
         yield {"tr": tr, "rtl": rtl_loss(logits, labels, ignore_index=IGNORE)}
 
+    def init_transformer(self) -> nn.Module:
+        return self.module["encoder"].transformer
+
     def ranker(self) -> Ranker:
         return DualEncoderRanker(self, self.module["encoder"], self.module["encoder"], "cosine")
