@@ -3,7 +3,11 @@ gradients are averaged before every optimizer step.
 
 Averaging gradients by hand (rather than ``DistributedDataParallel``) works for every
 recipe, including those that call sub-modules directly or run several forward passes
-per step; a single process needs none of it.
+per step; it all-reduces flattened buckets of ``BUCKET_ELEMENTS`` values, as DDP does,
+not one parameter at a time. In-batch losses see every process's examples: ``gather``
+concatenates a tensor over the processes with gradients flowing back to each one's own
+rows, every process computes the same whole-batch loss, and the averaged gradients are
+exactly that loss's. A single process needs none of it.
 """
 
 from __future__ import annotations
@@ -47,15 +51,73 @@ def pick_device(device: str, local_rank: int = 0) -> torch.device:
     return chosen
 
 
+BUCKET_ELEMENTS = 1 << 24  # values all-reduced at once (64 MB of fp32; DDP's default bucket is 25 MB)
+
+
 def average_gradients(parameters: list[torch.nn.Parameter], process: Process) -> None:
-    """Mean of every gradient over the processes (no-op when alone)."""
+    """Mean of every gradient over the processes, a flattened bucket per collective (no-op when alone)."""
     if process.world == 1:
         return
+    bucket: list[torch.Tensor] = []
+    filled = 0
     for parameter in parameters:
         if parameter.grad is None:
             parameter.grad = torch.zeros_like(parameter)
-        torch.distributed.all_reduce(parameter.grad)
-        parameter.grad /= process.world
+        if bucket and (filled + parameter.grad.numel() > BUCKET_ELEMENTS or parameter.grad.dtype != bucket[0].dtype):
+            _reduce_bucket(bucket, process)
+            bucket, filled = [], 0
+        bucket.append(parameter.grad)
+        filled += parameter.grad.numel()
+    if bucket:
+        _reduce_bucket(bucket, process)
+
+
+def _reduce_bucket(grads: list[torch.Tensor], process: Process) -> None:
+    flat = torch.cat([grad.reshape(-1) for grad in grads])
+    torch.distributed.all_reduce(flat)
+    flat /= process.world
+    for grad, part in zip(grads, flat.split([grad.numel() for grad in grads])):
+        grad.copy_(part.view_as(grad))
+
+
+def gather(tensor: torch.Tensor) -> torch.Tensor:
+    """Every process's ``tensor`` (same shape everywhere) concatenated in rank order, differentiable; ``tensor`` when alone.
+
+    For in-batch negatives across GPUs: each process computes the loss over the whole
+    gathered batch. Autograd's all-gather sums, into each process's own rows, the
+    gradients every process computed for them, so after ``average_gradients`` divides by
+    the world size the parameters hold exactly the whole-batch loss's gradient.
+    """
+    if not torch.distributed.is_initialized() or torch.distributed.get_world_size() == 1:
+        return tensor
+    return _GatherRows.apply(tensor)
+
+
+class _GatherRows(torch.autograd.Function):
+    """All-gather along dim 0 forward; backward sums every process's gradient of the rows and keeps this process's own (reduce-scatter)."""
+
+    @staticmethod
+    def forward(ctx, tensor: torch.Tensor) -> torch.Tensor:
+        world = torch.distributed.get_world_size()
+        out = tensor.new_empty((world * tensor.shape[0], *tensor.shape[1:]))
+        torch.distributed.all_gather_into_tensor(out, tensor.contiguous())
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        world = torch.distributed.get_world_size()
+        mine = grad.new_empty((grad.shape[0] // world, *grad.shape[1:]))
+        torch.distributed.reduce_scatter_tensor(mine, grad.contiguous())
+        return mine
+
+
+def gather_objects(value: object, process: Process) -> list[object]:
+    """Every process's picklable ``value``, in rank order (this process's own first when alone)."""
+    if process.world == 1:
+        return [value]
+    gathered: list[object] = [None] * process.world
+    torch.distributed.all_gather_object(gathered, value)
+    return gathered
 
 
 def broadcast_float(value: float, process: Process, device: torch.device) -> float:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from clirmatrix.models import distributed
 from clirmatrix.models.arguments import TrainArguments
 from clirmatrix.models.data import DocStore
 from clirmatrix.models.distributed import pick_device
@@ -67,18 +68,25 @@ def score_records(recipe: Recipe, src: str, tgt: str, records: Sequence[QueryRec
 
 def rerank(recipe: Recipe, root: str | Path, dataset: str, src: str, tgt: str, split: str, limit: int = 0) -> Evaluation:
     """Re-rank the candidates of one direction and split; the measures of the result."""
+    return evaluate_rankings(*rerank_lists(recipe, root, dataset, src, tgt, split, limit))
+
+
+def rerank_lists(
+    recipe: Recipe, root: str | Path, dataset: str, src: str, tgt: str, split: str, limit: int = 0, shard: tuple[int, int] = (0, 1),
+) -> tuple[dict[str, dict[str, int]], dict[str, list[tuple[str, float]]]]:
+    """The qrels and re-ranked candidates of one direction and split; with ``shard`` (i, n), of every n-th query from the i-th."""
     recipe.module.eval()
     docs = recipe.docs(tgt) if Path(root) == Path(recipe.args.data) else DocStore(root, tgt)
     qrels: dict[str, dict[str, int]] = {}
     rankings: dict[str, list[tuple[str, float]]] = {}
-    records = query_records(root, dataset, src, tgt, split, limit)
+    records = islice(query_records(root, dataset, src, tgt, split, limit), shard[0], None, shard[1])
     missing: Counter = Counter()
     while batch := list(islice(records, QUERIES_PER_BATCH)):
         for record, scores in zip(batch, score_records(recipe, src, tgt, batch, docs, missing)):
             qrels[record.src_id] = dict(record.tgt_results)
             rankings[record.src_id] = [(doc_id, score) for (doc_id, _), score in zip(record.tgt_results, scores)]
     _warn_missing(missing, f"{dataset} {src}->{tgt} {split}")
-    return evaluate_rankings(qrels, rankings)
+    return qrels, rankings
 
 
 def _warn_missing(missing: Counter, what: str) -> None:
@@ -86,10 +94,21 @@ def _warn_missing(missing: Counter, what: str) -> None:
         LOG.warning("%s: %s candidates have no text in DOCS and were scored as empty documents", what, ", ".join(f"{n:,} of {lang}" for lang, n in missing.items() if n))
 
 
-def dev_score(recipe: Recipe) -> float:
-    """Mean dev nDCG@10 over the run's directions: what selects the best checkpoint."""
+def dev_score(recipe: Recipe, process: distributed.Process = distributed.Process()) -> float:
+    """Mean dev nDCG@10 over the run's directions: what selects the best checkpoint.
+
+    Under torchrun every process scores its share of the dev queries (every n-th) and
+    the shares are gathered, so all processes get the same score at once and none waits
+    long in a collective.
+    """
     args = recipe.args
-    scores = [rerank(recipe, args.data, args.dataset, s, t, args.dev_split, args.dev_queries).measures[NDCG10] for s, t in recipe.directions]
+    scores = []
+    for s, t in recipe.directions:
+        share = rerank_lists(recipe, args.data, args.dataset, s, t, args.dev_split, args.dev_queries, shard=(process.rank, process.world))
+        shares = distributed.gather_objects(share, process)  # in rank order: every process merges alike
+        qrels = {query: labels for their_qrels, _ in shares for query, labels in their_qrels.items()}
+        rankings = {query: ranking for _, their_rankings in shares for query, ranking in their_rankings.items()}
+        scores.append(evaluate_rankings(qrels, rankings).measures[NDCG10])
     return sum(scores) / len(scores)
 
 

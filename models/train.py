@@ -121,7 +121,7 @@ def run_training(args: TrainArguments, show_progress: bool = True) -> TrainState
     run_dir = Path(args.out)
     seed_everything(args.seed)
     recipe = recipe_class(args.model)(args, args.init, device)
-    trainer = Trainer(recipe, args, run_dir, dev_score=lambda: dev_score(recipe), process=process)
+    trainer = Trainer(recipe, args, run_dir, dev_score=lambda: dev_score(recipe, process), process=process)
     resumed_at = trainer.state.step if trainer.resume() else None
     with _progress(show_progress and process.main, trainer.total_steps, args.steps_per_epoch, resumed_at) as update:
         state = trainer.train(update)

@@ -220,8 +220,7 @@ class Trainer:
 
     def _end_epoch(self, losses: dict[str, float], started: float) -> None:
         """Score dev, keep the best model, and log the epoch."""
-        score = self.dev_score() if self.process.main else 0.0
-        score = distributed.broadcast_float(score, self.process, self.recipe.device)
+        score = self.dev_score()  # every process scores a share of dev and gets the same mean
         if score > self.state.best_score:
             self.state.best_score, self.state.best_step = score, self.state.step
             self.save_best()

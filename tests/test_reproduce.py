@@ -197,3 +197,20 @@ def test_full_tables_have_every_printed_figure_and_no_other(tmp_path):
     lines = [line.split("\t") for line in bi139_tsv(bi).decode().splitlines()[1:]]
     assert len(lines) == 138 and {tgt for _, tgt, _, paper, _ in lines if not paper} == {"id"}  # "id .00": an extraction error (docs/models.md §8.5)
     assert bi139_png(bi).startswith(PNG) and single_language_png(bm, mm, MULTI8_LANGUAGES).startswith(PNG)
+
+
+def test_multi8_on_a_sample_build_writes_complete_grids(built, tmp_path, capsys):
+    """``clirmatrix build`` output, not the toy: ids, candidates and DOCS as the pipeline writes them."""
+    out, _, _ = built
+    texts = [text for lang in ("de", "en", "fr") for _, text in iter_docs(out / "DOCS" / f"{lang}.tsv.gz")]
+    model = build_tiny_backbone(tmp_path / "model", texts)
+    runs = tmp_path / "runs"
+    code, output = reproduce(capsys, "multi8", "--data", str(out), "--init", str(model), "--runs", str(runs), "--langs", "de,en,fr", *QUICK)
+    assert code == 0, output
+    grids: dict = {}
+    for name, src, *cells in read_tsv(runs / "tables" / "table-7.8.tsv")[1:]:
+        grids.setdefault(name, {})[src] = dict(zip(LANGS, cells))
+    for name in ("BM", "MM", "MM - BM"):
+        assert all(grids[name][s][t] != "" for s in LANGS for t in LANGS if s != t), f"{name} has empty cells"
+    mixed = {name: cells for name, *cells in read_tsv(runs / "tables" / "table-7.9.tsv")[1:]}
+    assert all(cell != "" for name in ("BM z-norm", "MM", "MM over BM z-norm (%)") for cell in mixed[name])

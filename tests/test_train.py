@@ -359,6 +359,11 @@ def test_torchrun_with_two_processes_trains_without_code_changes(toy, tmp_path):
     assert stdout.count("best dev nDCG@10") == 1  # rank 0 reports
     state = json.loads((run_dir / "state.json").read_text())
     assert state["done"] and state["step"] == 3 and len(state["history"]) == 1
+    # each process scored half the dev queries; together they give one process's score
+    from clirmatrix.models.evaluate import dev_score, load_run
+
+    alone = dev_score(load_run(run_dir, device="cpu", data=str(release)))
+    assert alone == pytest.approx(state["history"][0]["dev_ndcg@10"], abs=1e-9)
 
 
 def test_training_and_evaluation_read_a_real_sample_build(built, tmp_path):

@@ -23,6 +23,7 @@ from torch import nn
 from clirmatrix.models.arguments import TrainArguments
 from clirmatrix.models.collate import Collator
 from clirmatrix.models.data import DocStore, ParallelPair, QueryRecord, QueryStore, mine_parallel_pairs
+from clirmatrix.models.distributed import gather
 from clirmatrix.models.modeling.encoder import Encoder, base_model, load_masked_lm, load_tokenizer
 from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.errors import InvalidInputError
@@ -81,6 +82,16 @@ class DualEncoderRanker(Ranker):
             scores.append((block @ query_vector).tolist())
             start += len(candidates)
         return scores
+
+
+def gather_pairs(queries: torch.Tensor, passages: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Queries and their passages (N positives, then N hard negatives) of every process, still aligned.
+
+    Positives and negatives are gathered apart so that query i's positive stays passage i
+    in the whole batch too (``distributed.gather``).
+    """
+    n = queries.shape[0]
+    return gather(queries), torch.cat([gather(passages[:n]), gather(passages[n:])])
 
 
 def by_length(texts: Sequence[str]) -> list[int]:

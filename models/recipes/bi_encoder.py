@@ -17,7 +17,7 @@ from clirmatrix.models.data import QueryRecord
 from clirmatrix.models.losses import cosine_regression, in_batch_nll
 from clirmatrix.models.metrics import MAX_LABEL
 from clirmatrix.models.modeling.encoder import Encoder, base_model
-from clirmatrix.models.recipes.base import Batch, DualEncoderRanker, LossTerms, Ranker, Recipe
+from clirmatrix.models.recipes.base import Batch, DualEncoderRanker, LossTerms, Ranker, Recipe, gather_pairs
 from clirmatrix.models.sampling import dpr_example, pointwise_triples
 
 BI_ENCODER_LOSSES = ("cosine", "in-batch")
@@ -40,7 +40,7 @@ class BiEncoderRecipe(Recipe):
         if self.args.loss == "cosine":
             yield {"cosine": cosine_regression(query_vectors, self.module(batch["docs"]), batch["labels"], max_label=MAX_LABEL)}
         else:
-            passage_vectors = self.module(batch["passages"])
+            query_vectors, passage_vectors = gather_pairs(query_vectors, self.module(batch["passages"]))
             yield {"in_batch": in_batch_nll(query_vectors, passage_vectors, similarity="cosine", temperature=self.args.temperature)}
 
     def _draw_triples(self, rng: random.Random, size: int) -> Batch:

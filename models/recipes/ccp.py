@@ -64,6 +64,8 @@ class CcpRecipe(Recipe):
             return
         head = self.module["head"]
         centre_batch_stats = step % 2 == 0  # asymmetric BN: the roles swap every step (Algorithm 1)
+        # Not gathered across processes: each draws its own language (and MLM or CCP) for the
+        # step, and a batch's negatives must be one language's, beside that language's bank.
         z_centre = head(self.encoder(batch["centres"]), batch_stats=centre_batch_stats)
         z_partner = head(self.encoder(batch["partners"]), batch_stats=not centre_batch_stats)
         lang = batch["lang"]

@@ -14,9 +14,10 @@ import random
 
 from torch import nn
 
+from clirmatrix.models.distributed import gather
 from clirmatrix.models.losses import in_batch_nll, language_contrastive, semantic_contrastive
 from clirmatrix.models.modeling.encoder import Encoder, base_model
-from clirmatrix.models.recipes.base import Batch, DualEncoderRanker, LossTerms, Ranker, Recipe
+from clirmatrix.models.recipes.base import Batch, DualEncoderRanker, LossTerms, Ranker, Recipe, gather_pairs
 from clirmatrix.models.recipes.bi_encoder import draw_dpr_batch
 
 
@@ -39,15 +40,14 @@ class ContrastiveRecipe(Recipe):
         return {**batch, "parallel": self.drawing.texts([p.text_a for p in pairs] + [p.text_b for p in pairs] + extra)}
 
     def losses(self, batch: Batch, step: int) -> LossTerms:
-        query_vectors = self.module["query"](batch["queries"])
-        passage_vectors = self.module["passage"](batch["passages"])
+        query_vectors, passage_vectors = gather_pairs(self.module["query"](batch["queries"]), self.module["passage"](batch["passages"]))
         yield {"ir": in_batch_nll(query_vectors, passage_vectors, similarity="dot")}
         del query_vectors, passage_vectors
         if "parallel" not in batch:
             return
         vectors = self.module["passage"](batch["parallel"])
         size = vectors.shape[0] // 3  # side a, side b, then as many other documents
-        side_a, side_b, others = vectors[:size], vectors[size : 2 * size], vectors[2 * size :]
+        side_a, side_b, others = gather(vectors[:size]), gather(vectors[size : 2 * size]), gather(vectors[2 * size :])
         yield {"semantic": semantic_contrastive(side_a, side_b, self.args.temperature), "language": language_contrastive(side_a, side_b, others)}
 
     def init_transformer(self) -> nn.Module:

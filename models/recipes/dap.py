@@ -12,6 +12,7 @@ import random
 
 from torch import nn
 
+from clirmatrix.models.distributed import gather
 from clirmatrix.models.losses import rtl_loss, translation_ranking
 from clirmatrix.models.modeling.dap import RtlHead, TranslationProjection
 from clirmatrix.models.modeling.encoder import Encoder, base_model
@@ -44,7 +45,7 @@ class DapRecipe(Recipe):
         source_states = encoder.states(source)
         target_cls = encoder.states(target)[:, 0]
         projection = self.module["projection"]
-        tr = translation_ranking(projection(source_states[:, 0]), projection(target_cls), scale=TR_SCALE, similarity="cosine")
+        tr = translation_ranking(gather(projection(source_states[:, 0])), gather(projection(target_cls)), scale=TR_SCALE, similarity="cosine")
         target_mask = target["attention_mask"].clone()
         target_mask[:, 0] = 0  # the target's leading special token is not predicted (docs/models.md §4)
         logits = self.module["rtl"](source_states, source["attention_mask"], target_mask)
