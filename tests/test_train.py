@@ -193,13 +193,14 @@ def best_weights(run_dir) -> dict:
     return torch.load(run_dir / "best" / "model.pt", weights_only=False)["model"]
 
 
-def test_killed_run_resumes_to_the_same_model(toy, tmp_path, monkeypatch):
+@pytest.mark.parametrize("workers", [0, 2])
+def test_killed_run_resumes_to_the_same_model(toy, tmp_path, monkeypatch, workers):
     from clirmatrix.models import trainer as trainer_module
 
     whole = toy_args(toy, tmp_path / "whole", save_steps=2, **QUICK)
     run_training(whole, show_progress=False)
 
-    killed = toy_args(toy, tmp_path / "killed", save_steps=2, **QUICK)
+    killed = toy_args(toy, tmp_path / "killed", save_steps=2, workers=workers, **QUICK)  # the DataLoader restarts at step 4's first micro-batch
     real_step = trainer_module.Trainer.step
 
     def dies_at_step_5(self, batches):
