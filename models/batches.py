@@ -1,9 +1,9 @@
 """The data path of training: micro-batches drawn ahead of the model, in DataLoader workers.
 
 Micro-batch ``i`` of a run is micro-batch ``i % grad_accum`` of optimizer step
-``i // grad_accum``. ``Recipe.draw`` makes it from a generator seeded by ``(seed, rank,
-step, index)`` alone, so every process draws the same batch for the same ``i``: 0, 1 or
-8 workers train the same model, and a resumed run starts its loader at the first
+``i // grad_accum``. ``Recipe.draw`` makes it from generators seeded by ``(seed, rank,
+step, index)`` and ``(seed, step, index)`` alone, so the same ``i`` gives the same batch
+in the main process or any worker: 0, 1 or 8 workers train the same model, and a resumed run starts its loader at the first
 micro-batch of the step it resumes at. Workers read the stores (fork-safe) and tokenise;
 the batches come back as CPU tensors, pinned when the model is on a GPU, and move to it
 without blocking.
@@ -49,7 +49,9 @@ class MicroBatches(Dataset):
 
     def __getitem__(self, number: int) -> Batch:
         step, index = divmod(number, self.grad_accum)
-        return self.recipe.draw(random.Random(draw_key(self.seed, self.rank, step, index)), self.micro, step)
+        own = random.Random(draw_key(self.seed, self.rank, step, index))
+        shared = random.Random(draw_key(self.seed, -1, step, index))  # the same in every process
+        return self.recipe.draw(own, self.micro, step, shared)
 
 
 def worker_count(args: TrainArguments, device: torch.device) -> int:

@@ -338,7 +338,8 @@ def test_candidates_missing_from_docs_are_scored_empty_and_reported(toy, tmp_pat
 
 
 @pytest.mark.slow
-def test_torchrun_with_two_processes_trains_without_code_changes(toy, tmp_path):
+@pytest.mark.parametrize("flags", [["bi-encoder", "--loss", "in-batch"], ["ccp", "--calibration-docs", "20", "--ccp-bank", "64"]], ids=["bi-encoder", "ccp"])
+def test_torchrun_with_two_processes_trains_without_code_changes(toy, tmp_path, flags):
     import os
     import signal
     import subprocess
@@ -347,7 +348,7 @@ def test_torchrun_with_two_processes_trains_without_code_changes(toy, tmp_path):
     release, model = toy
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-               "-m", "clirmatrix.cli", "train", "--model", "bi-encoder", "--loss", "in-batch", "--data", str(release),
+               "-m", "clirmatrix.cli", "train", "--model", *flags, "--data", str(release),
                "--init", str(model), "--out", str(run_dir), "--epochs", "1", "--steps-per-epoch", "3", "--batch-size", "4",
                "--dev-queries", "5", "--max-len", "48"]
     job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)

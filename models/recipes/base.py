@@ -122,12 +122,14 @@ class Recipe:
         """The trainable network (an ``nn.ModuleDict`` or module) from the loaded masked LM."""
         raise NotImplementedError
 
-    def draw(self, rng: random.Random, size: int, step: int) -> Batch:
-        """A micro-batch of ``size`` examples for optimizer step ``step``, from ``rng`` alone.
+    def draw(self, rng: random.Random, size: int, step: int, shared: random.Random) -> Batch:
+        """A micro-batch of ``size`` examples for optimizer step ``step``, from ``rng`` and ``shared`` alone.
 
         Runs in DataLoader workers: it reads the stores and tokenises (``self.drawing``),
         never touches the network or state that training changes, and gives the same
-        batch in any process for the same ``rng``.
+        batch in any process for the same generators. ``rng`` is this process's own;
+        ``shared`` is seeded without the rank, for the choices every process must make
+        alike (CCP's step kind and language: its gathered batch is one language's).
         """
         raise NotImplementedError
 

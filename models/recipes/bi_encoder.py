@@ -30,7 +30,7 @@ class BiEncoderRecipe(Recipe):
             raise ValueError(f"bi-encoder loss {self.args.loss!r} is unknown; expected one of {', '.join(BI_ENCODER_LOSSES)}")
         return Encoder(base_model(masked_lm), self.args.pooling)
 
-    def draw(self, rng: random.Random, size: int, step: int) -> Batch:
+    def draw(self, rng: random.Random, size: int, step: int, shared: random.Random) -> Batch:
         if self.args.loss == "cosine":
             return self._draw_triples(rng, size)
         return draw_dpr_batch(self, rng, size)

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from clirmatrix.models.data import split_sentences, windows_of
+from clirmatrix.models.distributed import gather
 from clirmatrix.models.losses import ccp_contrastive
 from clirmatrix.models.modeling.ccp import Calibration, MemoryBanks, ProjectionHead
 from clirmatrix.models.modeling.encoder import Encoder, base_model
@@ -45,15 +46,15 @@ class CcpRecipe(Recipe):
         self._steps_seen = self._calibrated_at = -1
         return nn.ModuleDict({"mlm": masked_lm, "head": ProjectionHead(hidden)})
 
-    def draw(self, rng: random.Random, size: int, step: int) -> Batch:
-        """An MLM batch (chance ``--mlm-probability``), masked here, or one language's CCP windows."""
-        if rng.random() < self.args.mlm_probability:
-            lang = rng.choice(self.languages())
+    def draw(self, rng: random.Random, size: int, step: int, shared: random.Random) -> Batch:
+        """An MLM batch (chance ``--mlm-probability``), masked here, or one language's CCP windows (kind and language: ``shared``)."""
+        mlm = shared.random() < self.args.mlm_probability
+        lang = shared.choice(self.languages())
+        if mlm:
             batch = self.drawing.texts([self.random_doc(lang, rng) for _ in range(size)])
             torch.manual_seed(rng.getrandbits(63))  # the masking draws from torch's generator
             input_ids, labels = mask_tokens(batch["input_ids"], self.tokenizer, batch["attention_mask"])
             return {"mlm": {**batch, "input_ids": input_ids}, "labels": labels}
-        lang = rng.choice(self.languages())
         centres, partners = self._windows(lang, rng, size)
         return {"lang": lang, "centres": self.drawing.texts(centres), "partners": self.drawing.texts(partners)}
 
@@ -64,10 +65,9 @@ class CcpRecipe(Recipe):
             return
         head = self.module["head"]
         centre_batch_stats = step % 2 == 0  # asymmetric BN: the roles swap every step (Algorithm 1)
-        # Not gathered across processes: each draws its own language (and MLM or CCP) for the
-        # step, and a batch's negatives must be one language's, beside that language's bank.
-        z_centre = head(self.encoder(batch["centres"]), batch_stats=centre_batch_stats)
-        z_partner = head(self.encoder(batch["partners"]), batch_stats=not centre_batch_stats)
+        # Gathered over the processes, which all drew this language (``shared``): one batch, one bank.
+        z_centre = gather(head(self.encoder(batch["centres"]), batch_stats=centre_batch_stats))
+        z_partner = gather(head(self.encoder(batch["partners"]), batch_stats=not centre_batch_stats))
         lang = batch["lang"]
         yield {"ccp": ccp_contrastive(z_centre, z_partner, bank=self.banks.negatives(lang), temperature=self.args.ccp_temperature)}
         self.banks.push(lang, torch.cat([z_centre, z_partner]))

@@ -30,7 +30,7 @@ class ContrastiveRecipe(Recipe):
     def weight(self, term: str) -> float:
         return {"semantic": self.args.semantic_weight, "language": self.args.language_weight}.get(term, 1.0)
 
-    def draw(self, rng: random.Random, size: int, step: int) -> Batch:
+    def draw(self, rng: random.Random, size: int, step: int, shared: random.Random) -> Batch:
         batch = draw_dpr_batch(self, rng, size)
         if self.args.semantic_weight == 0 and self.args.language_weight == 0:
             return batch

@@ -36,7 +36,7 @@ class CrossEncoderRecipe(Recipe):
         encoder = [p for p in self.module.parameters() if id(p) not in head_ids]
         return [{"params": encoder, "lr": self.args.lr}, {"params": head, "lr": self.args.head_lr}]
 
-    def draw(self, rng: random.Random, size: int, step: int) -> Batch:
+    def draw(self, rng: random.Random, size: int, step: int, shared: random.Random) -> Batch:
         sampler = RankingPairSampler(self.train_queries(), rng)
         queries, positives, negatives = [], [], []
         while len(queries) < size:

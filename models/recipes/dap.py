@@ -33,7 +33,7 @@ class DapRecipe(Recipe):
     def weight(self, term: str) -> float:
         return self.args.rtl_weight if term == "rtl" else 1.0
 
-    def draw(self, rng: random.Random, size: int, step: int) -> Batch:
+    def draw(self, rng: random.Random, size: int, step: int, shared: random.Random) -> Batch:
         pairs = [rng.choice(self.parallel_pairs()) for _ in range(size)]
         english_first = [pair.lang_a == PIVOT and pair.lang_b != PIVOT for pair in pairs]
         sources = [p.text_b if flip else p.text_a for p, flip in zip(pairs, english_first)]
