@@ -93,6 +93,27 @@ def without_location(files: dict[str, bytes], root_url: str) -> dict[str, bytes]
     return cleaned
 
 
+def first_differences(mine: dict[str, bytes], theirs: dict[str, bytes], shown: int = 5) -> list[str]:
+    """Where two sets of released files differ: each differing path with its first differing line (gzip opened), for a failure message."""
+    import gzip
+
+    found = []
+    for path in sorted(set(mine) | set(theirs)):
+        a, b = mine.get(path), theirs.get(path)
+        if a == b:
+            continue
+        if a is None or b is None:
+            found.append(f"{path}: only in {'theirs' if a is None else 'mine'}")
+        else:
+            lines_a, lines_b = ((gzip.decompress(x) if path.endswith(".gz") else x).splitlines() for x in (a, b))
+            at = next((i for i, (x, y) in enumerate(zip(lines_a, lines_b)) if x != y), min(len(lines_a), len(lines_b)))
+            line_a, line_b = (lines[at][:300] if at < len(lines) else b"<end>" for lines in (lines_a, lines_b))
+            found.append(f"{path}: line {at + 1} of {len(lines_a)}/{len(lines_b)}: {line_a!r} != {line_b!r}")
+        if len(found) == shown:
+            break
+    return found
+
+
 def released(out: Path) -> dict[str, bytes]:
     """Every file of a local build but its work folder and manifest, with the index's URLs made relative."""
     files = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and ".work" not in p.parts}

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import EVAL, TRAIN, build_config, released, without_location, write_sample
+from conftest import EVAL, TRAIN, build_config, first_differences, released, without_location, write_sample
 
 from clirmatrix.pipeline import layout
 
@@ -371,7 +371,7 @@ def test_the_build_on_a_dask_cluster_is_byte_identical_and_keeps_no_state(built,
     shutil.copytree(dumps, here / "dumps")
     before = _executed(dask_cluster)
     _cli_build(here, "dumps", "out", "--runner", "dask", "--dask_client_address", dask_cluster, "--shard-docs", "150", "--block-size", "100")
-    assert released(here / "out") == released(out)
+    assert released(here / "out") == released(out), first_differences(released(here / "out"), released(out))
     ran = {worker: count - before.get(worker, 0) for worker, count in _executed(dask_cluster).items()}
     assert len(ran) == 2 and all(count > 0 for count in ran.values()), ran  # the units were spread over both workers
 
@@ -450,5 +450,6 @@ def test_a_build_on_s3_equals_the_local_build(s3_server, tmp_path_factory, tmp_p
     remote = replace(remote, out="s3://clirmatrix-test/out", work="s3://clirmatrix-test/work")
     run_build(remote, flags)
     stored = without_location(_objects(client, "out/"), "s3://clirmatrix-test/out")
-    assert stored == released(local) and any(path.startswith("MULTI-8/") for path in stored)
+    assert stored == released(local), first_differences(stored, released(local))
+    assert any(path.startswith("MULTI-8/") for path in stored)
     assert run_build(remote, flags).skipped == list(STAGES)
