@@ -38,7 +38,7 @@ from clirmatrix.models.arguments import TrainArguments
 from clirmatrix.models.evaluate import direction_row, evaluate_mixed, load_run
 from clirmatrix.models.metrics import MIXED, NDCG10, PAPER_MULTI8_MM_BEAT_BM, ResultRow, read_results, write_results
 from clirmatrix.models.recipes.base import resolve_directions
-from clirmatrix.models.train import RunDirError, run_training
+from clirmatrix.models.train import ARGS, RunDirError, changed_settings, run_training
 from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.errors import InvalidInputError, MissingInputError
@@ -162,12 +162,9 @@ def _refuse_other_settings(arguments: Mapping[str, TrainArguments], runs: Path) 
     """Stop before training anything when a run of the plan was trained with other settings: a table mixes no recipes."""
     clashes: dict[tuple[str, ...], list[str]] = {}
     for name, args in arguments.items():
-        saved = runs / name / "args.json"
-        if saved.is_file():
-            mine, theirs = args.resolved().fingerprint(), TrainArguments.load(saved).resolved().fingerprint()
-            changed = tuple(sorted(key for key, value in mine.items() if theirs.get(key) != value))
-            if changed:
-                clashes.setdefault(changed, []).append(name)
+        saved = runs / name / ARGS
+        if saved.is_file() and (changed := tuple(changed_settings(args, saved))):
+            clashes.setdefault(changed, []).append(name)
     if clashes:
         shown = "; ".join(f"{', '.join(changed)} in {', '.join(names[:3])}{f' and {len(names) - 3} more' if len(names) > 3 else ''}" for changed, names in clashes.items())
         raise RunDirError(f"{runs} holds runs trained with other settings ({shown}); give another --runs folder to train with these settings, or delete those runs")
@@ -195,7 +192,7 @@ def train_plan(plan: Sequence[PlannedRun], template: TrainArguments, data: Path,
 def _identity(run_dir: Path) -> str:
     """What a run's evaluations depend on: its settings and its end state (a retrained run differs)."""
     digest = hashlib.sha256()
-    for name in ("args.json", "state.json"):
+    for name in (ARGS, "state.json"):
         digest.update((run_dir / name).read_bytes())
     return digest.hexdigest()[:16]
 

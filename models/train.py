@@ -49,15 +49,20 @@ def prepare_run_dir(args: TrainArguments, process: distributed.Process) -> None:
     distributed.barrier(process)
 
 
+def changed_settings(args: TrainArguments, saved: Path) -> list[str]:
+    """The settings (of ``fingerprint``) in which ``args`` differ from the run saved as ``saved`` (its ``args.json``)."""
+    mine, theirs = args.resolved().fingerprint(), TrainArguments.load(saved).resolved().fingerprint()
+    return sorted(name for name, value in mine.items() if theirs.get(name) != value)
+
+
 def _prepare(args: TrainArguments) -> None:
     run_dir = Path(args.out)
     saved = run_dir / ARGS
     if saved.is_file():
-        previous = TrainArguments.load(saved).resolved()
-        if previous.fingerprint() == args.fingerprint():
+        changed = changed_settings(args, saved)
+        if not changed:
             return
         if not args.overwrite:
-            changed = sorted(k for k, v in args.fingerprint().items() if previous.fingerprint().get(k) != v)
             raise RunDirError(f"{run_dir} holds a run with other settings ({', '.join(changed)}); pass --overwrite to replace it or choose another --out")
     elif run_dir.is_dir() and any(run_dir.iterdir()) and not args.overwrite:
         raise RunDirError(f"{run_dir} is not empty and holds no run; pass --overwrite or choose another --out")
@@ -113,9 +118,10 @@ def run_training(args: TrainArguments, show_progress: bool = True) -> TrainState
         raise ValueError("--out (the run directory) is required")
     process, device = distributed.start(args.device)
     if process.main:  # one rank exports a run given as --init; the others find it done
-        resolve_init(args.init)
+        args.init = resolve_init(args.init)
     distributed.barrier(process)
-    args.init = resolve_init(args.init)
+    if not process.main:
+        args.init = resolve_init(args.init)
     check_model_dir(args.init)
     prepare_run_dir(args, process)
     run_dir = Path(args.out)

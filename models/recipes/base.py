@@ -169,7 +169,8 @@ class Recipe:
         (the run did not train it), else it is freshly initialised.
         """
         original = Path(self.args.init)
-        masked_lm = load_masked_lm(original if (original / "config.json").is_file() else self.backbone, weights=(original / "config.json").is_file())
+        kept = (original / "config.json").is_file()
+        masked_lm = load_masked_lm(original if kept else self.backbone, weights=kept)
         base_model(masked_lm).load_state_dict(self.init_transformer().state_dict())
         return masked_lm
 
