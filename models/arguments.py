@@ -54,6 +54,7 @@ class TrainArguments:
     model: str = _help(f"which baseline to train: {', '.join(MODELS)}", "cross-encoder")
     data: str = _help("a build or download root (the folder holding BI-139/, MULTI-8/, DOCS/)", "")
     init: str = _help("local HuggingFace model directory to start from (e.g. bert-base-multilingual-cased saved locally)", "")
+    cache_dir: str = _help("folder of the on-disk indexes of --data's gzip files (default: DATA/.cache/train); give one when DATA is read-only or shared", "")
     out: str = _help("run directory: args, checkpoints, the best model and evaluations", "")
     dataset: str = _help("query set: bi139-base, bi139-full or multi8", "bi139-base")
     src: str = _help("query language(s): a code, a comma list, or 'all' (the MULTI-8 languages)", "en")
@@ -138,6 +139,6 @@ class TrainArguments:
     def fingerprint(self) -> dict[str, Any]:
         """The settings that must match for a run to be resumed (not paths or evaluation sizes)."""
         values = dataclasses.asdict(self)
-        for name in ("out", "overwrite", "device", "eval_batch_size", "workers", "prefetch", "data", "init"):
+        for name in ("out", "overwrite", "device", "eval_batch_size", "workers", "prefetch", "data", "init", "cache_dir"):
             values.pop(name)
         return values

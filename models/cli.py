@@ -124,7 +124,7 @@ def evaluate(runs: tuple[str, ...], data: str, split: str, dataset: str | None, 
 # The settings a reproduction may change; data, init, out, dataset and directions are the command's.
 REPRODUCE_SETTINGS = (
     "model", "loss", "epochs", "steps_per_epoch", "batch_size", "grad_accum", "lr", "head_lr", "warmup_steps", "max_len",
-    "dev_queries", "eval_batch_size", "workers", "prefetch", "seed", "device", "bf16",
+    "dev_queries", "eval_batch_size", "workers", "prefetch", "seed", "device", "bf16", "cache_dir",
 )
 
 

@@ -13,7 +13,8 @@ access comes from an on-disk SQLite index built once per file by streaming it:
 
 **[ours]** The index of ``{root}/{release path}`` lives at ``{cache_dir}/{release path}.sqlite``
 (``cache_dir`` defaults to ``{root}/.cache/train``, a dot-folder that ``validate`` and
-``walk_release`` pass over; give another one when the root is read-only). It records the
+``walk_release`` pass over; give another one, ``train --cache-dir``, when the root is
+read-only or shared). It records the
 size and mtime of its source file(s) and is rebuilt when they change. Building writes a
 unique temporary file that ``os.replace`` puts in place, under an advisory lock, so
 several torchrun ranks can open the same store at once: one builds, the others wait and
@@ -111,7 +112,13 @@ class _SqliteIndex:
         wanted = self._fingerprint()
         if self._stored_fingerprint() == wanted:
             return
-        self.index_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.index_path.parent.mkdir(parents=True, exist_ok=True)
+            self.index_path.parent.joinpath(f".{self.index_path.name}.lock").touch()
+        except PermissionError as error:
+            raise PermissionError(
+                f"cannot write the index of {self.sources[0]} under {self.index_path.parent} ({error.strerror}); give a writable cache folder (train --cache-dir)"
+            ) from error
         with self._build_lock():
             if self._stored_fingerprint() == self._fingerprint():  # another process built it meanwhile
                 return

@@ -138,16 +138,20 @@ class Trainer:
         for old in sorted((self.run_dir / CHECKPOINTS).glob("step-*"))[: -self.args.keep_checkpoints]:
             shutil.rmtree(old)
 
-    def checkpoint_due(self) -> bool:
+    def checkpoint_due(self, syncing: bool) -> bool:
         """Every ``--save-steps`` steps, or once ``--save-minutes`` have passed: a full mBERT checkpoint is ~2 GB.
 
-        Rank 0's clock decides for every rank, so all of them reach the barrier together.
+        Under torchrun rank 0's clock decides for every rank, so all of them reach the
+        barrier together; it is read only at steps that sync anyway (``syncing``), since
+        asking every step would add a collective to every step.
         """
         args = self.args
         due = bool(args.save_steps) and self.state.step % args.save_steps == 0
-        due = due or (bool(args.save_minutes) and time.monotonic() - self._last_checkpoint >= 60 * args.save_minutes)
-        if args.save_minutes and self.process.world > 1:
-            due = distributed.broadcast_float(float(due), self.process, self.recipe.device) > 0.5
+        if args.save_minutes and (syncing or self.process.world == 1):
+            late = time.monotonic() - self._last_checkpoint >= 60 * args.save_minutes
+            if self.process.world > 1:
+                late = distributed.broadcast_float(float(late), self.process, self.recipe.device) > 0.5
+            due = due or late
         if due:
             self._last_checkpoint = time.monotonic()
         return due
@@ -194,8 +198,9 @@ class Trainer:
             for name, value in self.step(batches).items():
                 epoch_sums[name] = epoch_sums.get(name, 0.0) + value
             epoch_end = self.state.step % args.steps_per_epoch == 0
-            checkpoint = self.checkpoint_due()
-            if not (epoch_end or checkpoint or self.state.step % SYNC_STEPS == 0 or self.state.step == self.total_steps):
+            syncing = epoch_end or self.state.step % SYNC_STEPS == 0 or self.state.step == self.total_steps
+            checkpoint = self.checkpoint_due(syncing)
+            if not (syncing or checkpoint):
                 continue
             epoch_losses = self._read(epoch_sums, synced_at)
             synced_at = self.state.step

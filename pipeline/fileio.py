@@ -110,13 +110,13 @@ def size_of(path: str) -> int:
 
 
 def list_files(pattern: str) -> list[str]:
-    """Paths matching a glob (``**`` recurses), sorted so that runs are deterministic."""
-    try:
-        results = FileSystems.match([pattern])
-    except Exception as error:  # Beam raises BeamIOError subclasses of various kinds
-        if "No files found" in str(error) or "not found" in str(error).lower():
-            return []
-        raise
+    """Paths matching a glob (``**`` recurses), sorted so that runs are deterministic.
+
+    Nothing matching is an empty list (Beam's own answer, locally and on S3); any
+    other error of the filesystem is raised, so that a failed listing never reads
+    as an empty one (a stage would then silently skip inputs or reports).
+    """
+    results = FileSystems.match([pattern])
     return sorted(m.path for result in results for m in result.metadata_list)
 
 

@@ -350,7 +350,7 @@ def test_torchrun_with_two_processes_trains_without_code_changes(toy, tmp_path, 
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                "-m", "clirmatrix.cli", "train", "--model", *flags, "--data", str(release),
                "--init", str(model), "--out", str(run_dir), "--epochs", "1", "--steps-per-epoch", "3", "--batch-size", "4",
-               "--dev-queries", "5", "--max-len", "48"]
+               "--dev-queries", "5", "--max-len", "48", "--save-minutes", "1e-9", "--keep-checkpoints", "5"]
     job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         stdout, stderr = job.communicate(timeout=300)
@@ -361,6 +361,8 @@ def test_torchrun_with_two_processes_trains_without_code_changes(toy, tmp_path, 
     assert stdout.count("best dev nDCG@10") == 1  # rank 0 reports
     state = json.loads((run_dir / "state.json").read_text())
     assert state["done"] and state["step"] == 3 and len(state["history"]) == 1
+    # every step is past due, but under torchrun the clock is read only where the ranks sync anyway (here the last step)
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step-00000003"]
     # each process scored half the dev queries; together they give one process's score
     from clirmatrix.models.evaluate import dev_score, load_run
 
@@ -393,6 +395,29 @@ def test_all_to_all_on_multi8_is_the_56_directions_of_the_multilingual_model():
     assert resolve_directions("en", "de,fr") == [("en", "de"), ("en", "fr")]
     with pytest.raises(ValueError, match="name no direction"):
         resolve_directions("en", "en")
+
+
+def test_a_cache_dir_leaves_the_data_folder_as_it_was(toy, tmp_path):
+    """Training from a shared or read-only download: the indexes go to --cache-dir, nothing is written under --data."""
+    import hashlib
+    import shutil
+
+    release = tmp_path / "release"
+    shutil.copytree(toy[0], release, ignore=shutil.ignore_patterns(".cache"))
+
+    def contents() -> dict[str, str]:
+        return {str(p.relative_to(release)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "folder" for p in sorted(release.rglob("*"))}
+
+    before = contents()
+    cache = tmp_path / "cache"
+    args = toy_args((release, toy[1]), tmp_path, **{**QUICK, "epochs": 1, "steps_per_epoch": 2, "cache_dir": str(cache)})
+    assert run_training(args, show_progress=False).done
+    dap = dataclasses.replace(args, model="dap", loss=None).resolved()
+    assert recipe_class("dap")(dap, dap.init, torch.device("cpu")).parallel_pairs()  # mining reads the title indexes
+    assert contents() == before
+    built = {str(p.relative_to(cache)) for p in cache.rglob("*.sqlite")}
+    assert "DOCS/de.tsv.gz.sqlite" in built and any(path.startswith("BI-139/") and "train" in path for path in built)
+    assert any(path.endswith("titles.sqlite") for path in built)
 
 
 @pytest.mark.parametrize(
