@@ -29,7 +29,12 @@ clauses are candidates, and a candidate consults the non-essential clauses (larg
 first) only while its score can still get in. One essential clause yields its postings
 directly; several add their scores term at a time into a window of ``WINDOW`` documents
 whose hit bits then list the candidates in order. A window no clause can win is
-skipped without decoding. Before the first document, the query's k-th score is known
+skipped without decoding; a window's maximum reads at most ``WINDOW_BLOCKS`` blocks of
+a list (a list denser than that in the window takes its whole list's maximum), and
+cursors skip blocks by galloping, so a common term's list costs a query the blocks it
+lands in, not every block. Under ``best_fields`` a field whose clauses left can no
+longer beat the k-th score is dropped for the rest of the query: it can no longer
+decide any document that ranks. Before the first document, the query's k-th score is known
 to reach at least the largest of its clauses' floors (the ``FLOOR_K``-th best score of
 each list: those documents score at least that much), so pruning starts at once.
 Visiting documents in order, a candidate enters the top k only with a strictly larger
@@ -730,6 +735,7 @@ def _search_exhaustive(
 # only for a posting that is scored (it sits at a computable bit offset).
 _FIELD, _B0, _B1, _DF, _BLK, _IDX, _DOC, _N, _BIT, _TB, _SHALLOW = range(11)
 _COLUMNS = 11
+WINDOW_BLOCKS = 16  # blocks of one clause read for a window's maximum; a window wider than that takes the list's maximum
 WINDOW = 2048  # documents whose essential clause scores are summed at once (two float64 arrays: L1-sized)
 
 
@@ -803,9 +809,7 @@ def _advance(c, target, cur, docs, block_last, block_start, doc_bits, tf_bits, w
         return
     b = cur[c, _BLK]
     if b < cur[c, _B0] or block_last[b] < target:  # not in this block (or not started): find the block
-        b = max(b + 1, cur[c, _SHALLOW])
-        while b < cur[c, _B1] and block_last[b] < target:
-            b += 1
+        b = _first_block(block_last, max(b + 1, cur[c, _SHALLOW]), cur[c, _B1], target)
         if b == cur[c, _B1]:
             cur[c, _BLK] = b
             cur[c, _DOC] = NO_MORE
@@ -816,6 +820,29 @@ def _advance(c, target, cur, docs, block_last, block_start, doc_bits, tf_bits, w
         i += 1
     cur[c, _IDX] = i
     cur[c, _DOC] = docs[c, i]
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _first_block(block_last, s, end, target):
+    """The first block from ``s`` (before ``end``) whose last document is >= ``target``, or ``end``.
+
+    Galloping, then halving: a common term's list is skipped over in steps that double,
+    so a query pays for the blocks it lands in, not for every block in between.
+    """
+    if s >= end or block_last[s] >= target:
+        return s
+    step = 1
+    while s + step < end and block_last[s + step] < target:  # block_last[s] < target holds throughout
+        s += step
+        step *= 2
+    hi = min(s + step, end)  # block_last[hi] >= target, or hi == end
+    while hi - s > 1:
+        mid = (s + hi) // 2
+        if block_last[mid] < target:
+            s = mid
+        else:
+            hi = mid
+    return hi
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
@@ -840,7 +867,7 @@ def _window_end(n_clauses, essential, order, cur, block_last):
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def _partition(n_clauses, hi, theta, most_fields, cur, weights, block_last, maxima, window_max, order, pre_t, pre_x, essential):
+def _partition(n_clauses, hi, theta, most_fields, cur, weights, block_last, maxima, term_max, window_max, order, pre_t, pre_x, essential):
     """Find the clauses that cannot lift a document past ``theta`` in the window on their own.
 
     They come first in ``order`` (their count is returned), then the essential ones;
@@ -852,13 +879,18 @@ def _partition(n_clauses, hi, theta, most_fields, cur, weights, block_last, maxi
     for c in range(n_clauses):
         best = np.float32(0.0)
         b = cur[c, _SHALLOW] if cur[c, _DOC] <= hi else cur[c, _B1]  # a cursor past the window: nothing in it
-        while b < cur[c, _B1]:
+        read = 0
+        while b < cur[c, _B1] and read < WINDOW_BLOCKS:
             best = max(best, maxima[b])
             if block_last[b] >= hi:
                 break
             b += 1
+            read += 1
         w = weights[c]
-        window_max[c] = np.float64(w - w / best) if best > 0 else 0.0
+        if read == WINDOW_BLOCKS:  # a list dense in a long window: its whole list's maximum bounds it, without reading every block
+            window_max[c] = term_max[c]
+        else:
+            window_max[c] = np.float64(w - w / best) if best > 0 else 0.0
         order[c] = c
     for i in range(1, n_clauses):  # insertion sort, smallest maximum first: a handful of clauses
         c = order[i]
@@ -1063,10 +1095,7 @@ def _search_pruned_kernel(
         lo = 0
         while n:
             for c in range(n):  # shallow advance: the first block that can hold lo
-                s = cur[c, _SHALLOW]
-                while s < cur[c, _B1] and block_last[s] < lo:
-                    s += 1
-                cur[c, _SHALLOW] = s
+                cur[c, _SHALLOW] = _first_block(block_last, cur[c, _SHALLOW], cur[c, _B1], lo)
             if not _any_left(n, cur, term_max, theta, most_fields):
                 break
             hi = _window_end(n, essential, order, cur, block_last)
@@ -1077,7 +1106,7 @@ def _search_pruned_kernel(
                     essential[c] = True
             else:
                 while True:  # a window and its essential clauses depend on each other: shrink until stable
-                    non_essential = _partition(n, hi, theta, most_fields, cur, weights, block_last, maxima, window_max, order, pre_t, pre_x, essential)
+                    non_essential = _partition(n, hi, theta, most_fields, cur, weights, block_last, maxima, term_max, window_max, order, pre_t, pre_x, essential)
                     if non_essential == n:
                         break
                     shorter = _window_end(n, essential, order, cur, block_last)
@@ -1126,4 +1155,12 @@ def _any_left(n_clauses, cur, term_max, theta, most_fields):
                 left_t += term_max[c]
             else:
                 left_x += term_max[c]
+    if alive and not most_fields:  # best_fields: a field that cannot beat theta any more decides no document that ranks
+        for f in range(2):
+            if np.float32((left_t if f == 0 else left_x) * UP) <= theta:
+                for c in range(n_clauses):
+                    if cur[c, _FIELD] == f and cur[c, _SHALLOW] < cur[c, _B1]:
+                        cur[c, _SHALLOW] = cur[c, _B1]
+                        cur[c, _BLK] = cur[c, _B1]
+                        cur[c, _DOC] = NO_MORE
     return alive and _combine(left_t * UP, left_x * UP, most_fields) > theta
