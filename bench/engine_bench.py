@@ -19,7 +19,10 @@ Without a JDK 21+ or the jar it says why and prints our figures alone.
 Figures are CPU seconds of the searching thread (both sides), medians over
 ``--rounds`` with their ranges; query analysis is outside both (Lucene builds its
 queries before timing; ours analyses them in ``search``, timed separately below).
-Between sizes the bench prints the exponent of query cost growth (cost ~ N^e).
+Every size's engines stay loaded and each round runs every size and both engines in
+turn, so between sizes the bench prints the exponent of query cost growth (cost ~
+N^e) per round, as a median with its range: measured size after size, the machine's
+drift between them moved the exponent by ±0.04 from run to run.
 
 Usage: python bench/engine_bench.py [--docs 200000 800000] [--queries 5000] [--rounds 5] [--lucene] [--out bench/out]
 """
@@ -27,6 +30,7 @@ Usage: python bench/engine_bench.py [--docs 200000 800000] [--queries 5000] [--r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import math
@@ -123,58 +127,67 @@ def spread(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def measure(args: argparse.Namespace, n_docs: int, query_pool: int, lucene_reason: str | None) -> dict:
-    corpus = corpus_for(Path(args.out), n_docs)
-    engine = EmbeddedEngine(analyzer_named(args.analyzer), threads=1)
-    rss_start = peak_rss_mb()
-    t0, c0 = time.perf_counter(), time.process_time()
-    engine.index(read_corpus(str(corpus)))
-    build_s, build_cpu = time.perf_counter() - t0, time.process_time() - c0
-    memory = engine.memory()
-    queries = pick_queries(corpus, query_pool, args.queries)
-    t0 = time.thread_time()
-    for query in queries:
-        engine.query_terms(query)
-    analysis_cpu = time.thread_time() - t0
-    engine.search(queries[:200], args.k)  # block maxima under the statistics, warm caches
+class Size:
+    """One corpus size: our engine over it, its static figures, and Lucene beside it when asked."""
 
-    def ours() -> float:
+    def __init__(self, args: argparse.Namespace, n_docs: int, query_pool: int, lucene_reason: str | None, stack: contextlib.ExitStack) -> None:
+        corpus = corpus_for(Path(args.out), n_docs)
+        self.engine = engine = EmbeddedEngine(analyzer_named(args.analyzer), threads=1)
+        rss_start = peak_rss_mb()
+        t0, c0 = time.perf_counter(), time.process_time()
+        engine.index(read_corpus(str(corpus)))
+        build_s, build_cpu = time.perf_counter() - t0, time.process_time() - c0
+        memory = engine.memory()
+        self.queries, self.k = pick_queries(corpus, query_pool, args.queries), args.k
         t0 = time.thread_time()
-        engine.search(queries, args.k)
-        return time.thread_time() - t0 - analysis_cpu  # the kernel's share; analysis is timed above
+        for query in self.queries:
+            engine.query_terms(query)
+        self.analysis_cpu = time.thread_time() - t0
+        engine.search(self.queries[:200], args.k)  # block maxima under the statistics, warm caches
+        self.result = {
+            "docs": n_docs, "terms": len(engine.vocab), "postings": memory["postings"], "queries": len(self.queries),
+            "index_mb": memory["index_bytes"] / 1e6, "index_bytes_per_posting": memory["index_bytes"] / memory["postings"],
+            "posting_bytes_per_posting": memory["posting_bytes"] / memory["postings"],
+            "build_s": build_s, "build_cpu_s": build_cpu, "build_docs_per_cpu_s": n_docs / build_cpu,
+            "peak_rss_mb": peak_rss_mb(), "rss_before_build_mb": rss_start, "query_analysis_per_cpu_s": len(self.queries) / self.analysis_cpu,
+        }  # fmt: skip
+        self.hits = engine.search(self.queries, args.k)
+        t0 = time.thread_time()
+        oracle = engine.search(self.queries, args.k, exhaustive=True)
+        self.result["exhaustive_queries_per_cpu_s"] = len(self.queries) / max(time.thread_time() - t0 - self.analysis_cpu, 1e-9)
+        self.result["pruned_differs_from_exhaustive"] = differing_queries(self.hits, [(h.positions, h.scores) for h in oracle])
+        self.result["mean_hits"] = float(np.mean([len(h.positions) for h in self.hits]))
+        self.lucene = None
+        if args.lucene and lucene_reason is None:
+            self.lucene = stack.enter_context(LuceneSide(corpus, self.queries, k=args.k, combine="best_fields", workdir=Path(args.out) / "lucene"))
+        self.ours_cpu: list[float] = []
+        self.lucene_cpu: list[float] = []
 
-    result = {
-        "docs": n_docs, "terms": len(engine.vocab), "postings": memory["postings"], "queries": len(queries),
-        "index_mb": memory["index_bytes"] / 1e6, "index_bytes_per_posting": memory["index_bytes"] / memory["postings"],
-        "posting_bytes_per_posting": memory["posting_bytes"] / memory["postings"],
-        "build_s": build_s, "build_cpu_s": build_cpu, "build_docs_per_cpu_s": n_docs / build_cpu,
-        "peak_rss_mb": peak_rss_mb(), "rss_before_build_mb": rss_start, "query_analysis_per_cpu_s": len(queries) / analysis_cpu,
-    }  # fmt: skip
-    hits = engine.search(queries, args.k)
-    t0 = time.thread_time()
-    oracle = engine.search(queries, args.k, exhaustive=True)
-    result["exhaustive_queries_per_cpu_s"] = len(queries) / max(time.thread_time() - t0 - analysis_cpu, 1e-9)
-    result["pruned_differs_from_exhaustive"] = differing_queries(hits, [(h.positions, h.scores) for h in oracle])
-    result["mean_hits"] = float(np.mean([len(h.positions) for h in hits]))
+    def run_round(self) -> None:
+        """One timed round of our kernel and, right after it, of Lucene."""
+        t0 = time.thread_time()
+        self.engine.search(self.queries, self.k)
+        self.ours_cpu.append(time.thread_time() - t0 - self.analysis_cpu)  # the kernel's share; analysis is timed apart
+        if self.lucene is not None:
+            self.lucene_cpu.append(self.lucene.run_round())
 
-    ours_cpu: list[float] = []
-    if args.lucene and lucene_reason is None:
-        with LuceneSide(corpus, queries, k=args.k, combine="best_fields", workdir=Path(args.out) / "lucene") as lucene:
-            lucene_cpu: list[float] = []
-            for _ in range(args.rounds):  # interleaved: the machine's drift hits both alike
-                ours_cpu.append(ours())
-                lucene_cpu.append(lucene.run_round())
-            result["lucene_differs"] = differing_queries(hits, lucene.top_k())
-            result["lucene_index_mb"] = lucene.index_bytes / 1e6
-            result["lucene_index_cpu_s"] = lucene.index_cpu_seconds
-        result["lucene_queries_per_cpu_s"] = spread([len(queries) / c for c in lucene_cpu])
-        ratios = [lc / oc for oc, lc in zip(ours_cpu, lucene_cpu)]
-        result["embedded_over_lucene"] = spread(ratios)
-    else:
-        ours_cpu = [ours() for _ in range(args.rounds)]
-    result["queries_per_cpu_s"] = spread([len(queries) / c for c in ours_cpu])
-    result["load_average_1min"] = os.getloadavg()[0]
-    return result
+    def finish(self) -> dict:
+        result, n = self.result, len(self.queries)
+        result["queries_per_cpu_s"] = spread([n / c for c in self.ours_cpu])
+        if self.lucene is not None:
+            result["lucene_differs"] = differing_queries(self.hits, self.lucene.top_k())
+            result["lucene_index_mb"] = self.lucene.index_bytes / 1e6
+            result["lucene_index_cpu_s"] = self.lucene.index_cpu_seconds
+            result["lucene_queries_per_cpu_s"] = spread([n / c for c in self.lucene_cpu])
+            result["embedded_over_lucene"] = spread([lc / oc for oc, lc in zip(self.ours_cpu, self.lucene_cpu)])
+        result["load_average_1min"] = os.getloadavg()[0]
+        return result
+
+
+def growth(small: Size, large: Size, cpu: str) -> dict[str, float]:
+    """The exponent e of cost ~ N^e between two sizes, per round (the rounds of both sizes ran side by side)."""
+    scale = math.log(large.result["docs"] / small.result["docs"])
+    return spread([math.log(b / a) / scale for a, b in zip(getattr(small, cpu), getattr(large, cpu))])
 
 
 def report(results: list[dict]) -> None:
@@ -197,12 +210,12 @@ def report(results: list[dict]) -> None:
         print(f"{r['docs']:,}: pruned top {r['mean_hits']:.0f} differ from exhaustive on {r['pruned_differs_from_exhaustive']} of {r['queries']:,} queries{agree}; "
               f"exhaustive {r['exhaustive_queries_per_cpu_s']:,.0f} q/cpu-s; peak RSS {r['peak_rss_mb']:,.0f} MB")
     for a, b in zip(results, results[1:]):
-        growth = math.log(a["queries_per_cpu_s"]["median"] / b["queries_per_cpu_s"]["median"]) / math.log(b["docs"] / a["docs"])
-        line = f"query cost {a['docs']:,} -> {b['docs']:,}: N^{growth:.2f} (embedded)"
+        ours = b["growth"]
+        line = f"query cost {a['docs']:,} -> {b['docs']:,}: N^{ours['median']:.2f} ({ours['min']:.2f}-{ours['max']:.2f}) (embedded)"
         if lucene:
-            lucene_growth = math.log(a["lucene_queries_per_cpu_s"]["median"] / b["lucene_queries_per_cpu_s"]["median"]) / math.log(b["docs"] / a["docs"])
-            line += f", N^{lucene_growth:.2f} (Lucene)"
-        print(line)
+            theirs = b["lucene_growth"]
+            line += f", N^{theirs['median']:.2f} ({theirs['min']:.2f}-{theirs['max']:.2f}) (Lucene)"
+        print(line + ", medians over rounds in which every size ran")
 
 
 def main() -> None:
@@ -227,10 +240,18 @@ def main() -> None:
     warm.search(["title text"], 10, exhaustive=True)
     del warm
 
-    results = []
-    for n_docs in sorted(args.docs):
-        results.append(measure(args, n_docs, min(args.docs), lucene_reason))
-        print(json.dumps(results[-1]))
+    with contextlib.ExitStack() as stack:
+        sizes = [Size(args, n_docs, min(args.docs), lucene_reason, stack) for n_docs in sorted(args.docs)]
+        for _ in range(args.rounds):  # interleaved across sizes and engines: the machine's drift hits all alike
+            for size in sizes:
+                size.run_round()
+        results = [size.finish() for size in sizes]
+        for small, large, result in zip(sizes, sizes[1:], results[1:]):
+            result["growth"] = growth(small, large, "ours_cpu")
+            if large.lucene is not None:
+                result["lucene_growth"] = growth(small, large, "lucene_cpu")
+    for result in results:
+        print(json.dumps(result))
     report(results)
     record = {"date": datetime.date.today().isoformat(), "cpus": os.cpu_count(), "python": sys.version.split()[0], "results": results}
     (Path(args.out) / "engine_results.json").write_text(json.dumps(record, indent=2) + "\n")
