@@ -114,7 +114,7 @@ class _SqliteIndex:
             return
         try:
             self.index_path.parent.mkdir(parents=True, exist_ok=True)
-            self.index_path.parent.joinpath(f".{self.index_path.name}.lock").touch()
+            self._lock_path.touch()
         except PermissionError as error:
             raise PermissionError(
                 f"cannot write the index of {self.sources[0]} under {self.index_path.parent} ({error.strerror}); give a writable cache folder (train --cache-dir)"
@@ -125,13 +125,16 @@ class _SqliteIndex:
             self._build(self._fingerprint())
             self.built = True
 
+    @property
+    def _lock_path(self) -> Path:
+        return self.index_path.with_name(f".{self.index_path.name}.lock")
+
     @contextlib.contextmanager
     def _build_lock(self) -> Iterator[None]:
         if fcntl is None:  # pragma: no cover
             yield
             return
-        lock_path = self.index_path.with_name(f".{self.index_path.name}.lock")
-        with open(lock_path, "a") as handle:
+        with open(self._lock_path, "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 yield

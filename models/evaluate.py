@@ -133,15 +133,15 @@ def load_run(run_dir: str | Path, device: str = "auto", data: str | None = None)
     return recipe
 
 
-def training_kind(recipe: Recipe) -> str:
+def training_kind(directions: Sequence[tuple[str, str]]) -> str:
     """``mm`` for a run over several directions (the multilingual model), else ``bm``."""
-    return "mm" if len(recipe.directions) > 1 else "bm"
+    return "mm" if len(directions) > 1 else "bm"
 
 
 def direction_row(recipe: Recipe, run_name: str, data: str | Path, dataset: str, src: str, tgt: str, split: str, limit: int = 0) -> ResultRow:
     """The result of a loaded run on one direction, labelled with the run's name, training and model kind."""
     evaluation = rerank(recipe, data, dataset, src, tgt, split, limit)
-    return ResultRow.from_evaluation(evaluation, model=run_name, dataset=dataset, src=src, tgt=tgt, split=split, training=training_kind(recipe), model_kind=recipe.args.model)
+    return ResultRow.from_evaluation(evaluation, model=run_name, dataset=dataset, src=src, tgt=tgt, split=split, training=training_kind(recipe.directions), model_kind=recipe.args.model)
 
 
 def evaluate_run(

@@ -35,7 +35,7 @@ import numpy as np
 import orjson
 
 from clirmatrix.models.arguments import TrainArguments
-from clirmatrix.models.evaluate import direction_row, evaluate_mixed, load_run
+from clirmatrix.models.evaluate import direction_row, evaluate_mixed, load_run, training_kind
 from clirmatrix.models.metrics import MIXED, NDCG10, PAPER_MULTI8_MM_BEAT_BM, ResultRow, read_results, write_results
 from clirmatrix.models.recipes.base import resolve_directions
 from clirmatrix.models.train import ARGS, RunDirError, changed_settings, run_training
@@ -67,7 +67,7 @@ class PlannedRun:
     @property
     def training(self) -> str:
         """``mm`` for the multilingual model (several directions), ``bm`` for a bilingual one."""
-        return "mm" if len(self.directions) > 1 else "bm"
+        return training_kind(self.directions)
 
     def arguments(self, template: TrainArguments, data: Path, init: str, runs: Path) -> TrainArguments:
         """The template's settings with this run's data, directions and directory."""

@@ -14,7 +14,6 @@ CCP run as the CCP paper does.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -32,6 +31,7 @@ from clirmatrix.models.modeling.encoder import check_model_dir, save_backbone_fi
 from clirmatrix.models.recipes import recipe_class
 from clirmatrix.models.trainer import BEST, Trainer, TrainState
 from clirmatrix.pipeline.errors import InvalidInputError, MissingInputError
+from clirmatrix.pipeline.localio import md5_of
 
 ARGS = "args.json"
 EXPORT = "export"  # a run's best encoder as a model directory, for runs that start from it
@@ -73,6 +73,11 @@ def _prepare(args: TrainArguments) -> None:
     args.save(saved)
 
 
+def init_dir(init: str) -> str:
+    """The model directory ``--init`` stands for: a run directory's export (``resolve_init`` makes it), else ``init`` itself."""
+    return str(Path(init) / EXPORT) if (Path(init) / ARGS).is_file() else init
+
+
 def resolve_init(init: str) -> str:
     """``--init`` as a model directory: a run directory's best encoder is exported first (see the module docstring)."""
     run_dir = Path(init)
@@ -81,11 +86,8 @@ def resolve_init(init: str) -> str:
     best = run_dir / BEST / "model.pt"
     if not best.is_file():
         raise MissingInputError(f"--init {run_dir} is a run without a best model ({best}): it has not finished an epoch")
-    digest = hashlib.sha256()
     with open(best, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    source = {"run": str(run_dir.resolve()), "best_sha256": digest.hexdigest()}
+        source = {"run": str(run_dir.resolve()), "best_md5": md5_of(handle)}
     export = run_dir / EXPORT
     stamp = export / EXPORTED_FROM
     if stamp.is_file() and json.loads(stamp.read_text()) == source:
@@ -121,7 +123,7 @@ def run_training(args: TrainArguments, show_progress: bool = True) -> TrainState
         args.init = resolve_init(args.init)
     distributed.barrier(process)
     if not process.main:
-        args.init = resolve_init(args.init)
+        args.init = init_dir(args.init)
     check_model_dir(args.init)
     prepare_run_dir(args, process)
     run_dir = Path(args.out)

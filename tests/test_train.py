@@ -399,22 +399,19 @@ def test_all_to_all_on_multi8_is_the_56_directions_of_the_multilingual_model():
 
 def test_a_cache_dir_leaves_the_data_folder_as_it_was(toy, tmp_path):
     """Training from a shared or read-only download: the indexes go to --cache-dir, nothing is written under --data."""
-    import hashlib
     import shutil
+
+    from conftest import released
 
     release = tmp_path / "release"
     shutil.copytree(toy[0], release, ignore=shutil.ignore_patterns(".cache"))
-
-    def contents() -> dict[str, str]:
-        return {str(p.relative_to(release)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "folder" for p in sorted(release.rglob("*"))}
-
-    before = contents()
+    before = released(release)
     cache = tmp_path / "cache"
     args = toy_args((release, toy[1]), tmp_path, **{**QUICK, "epochs": 1, "steps_per_epoch": 2, "cache_dir": str(cache)})
     assert run_training(args, show_progress=False).done
     dap = dataclasses.replace(args, model="dap", loss=None).resolved()
     assert recipe_class("dap")(dap, dap.init, torch.device("cpu")).parallel_pairs()  # mining reads the title indexes
-    assert contents() == before
+    assert released(release) == before
     built = {str(p.relative_to(cache)) for p in cache.rglob("*.sqlite")}
     assert "DOCS/de.tsv.gz.sqlite" in built and any(path.startswith("BI-139/") and "train" in path for path in built)
     assert any(path.endswith("titles.sqlite") for path in built)

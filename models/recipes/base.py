@@ -107,6 +107,7 @@ class Recipe:
         self.args = args
         self.device = device
         self.directions = resolve_directions(args.src, args.tgt)
+        self.cache_dir = args.cache_dir or None  # where the stores' indexes go (None: beside --data)
         self.backbone = Path(backbone)
         self.tokenizer = load_tokenizer(backbone)
         self.collator = Collator(self.tokenizer, args.max_len, args.max_query_len, device)  # scoring: tensors on the device
@@ -204,13 +205,13 @@ class Recipe:
 
     def docs(self, lang: str) -> DocStore:
         if lang not in self._docs:
-            self._docs[lang] = DocStore(self.args.data, lang, cache_dir=self.args.cache_dir or None)
+            self._docs[lang] = DocStore(self.args.data, lang, cache_dir=self.cache_dir)
         return self._docs[lang]
 
     def train_queries(self) -> list[QueryStore]:
         """The training split of every direction, in direction order."""
         if self._queries is None:
-            self._queries = [QueryStore(self.args.data, self.args.dataset, s, t, "train", cache_dir=self.args.cache_dir or None) for s, t in self.directions]
+            self._queries = [QueryStore(self.args.data, self.args.dataset, s, t, "train", cache_dir=self.cache_dir) for s, t in self.directions]
         return self._queries
 
     def parallel_pairs(self) -> list[ParallelPair]:
@@ -220,9 +221,7 @@ class Recipe:
         """
         if self._pairs is None:
             skipped: Counter = Counter()
-            mined = mine_parallel_pairs(
-                self.args.data, self.directions, kind=self.args.parallel, dataset=self.args.dataset, cache_dir=self.args.cache_dir or None, skipped=skipped
-            )
+            mined = mine_parallel_pairs(self.args.data, self.directions, kind=self.args.parallel, dataset=self.args.dataset, cache_dir=self.cache_dir, skipped=skipped)
             self._pairs = list(mined)
             if not self._pairs:
                 raise InvalidInputError(f"no {self.args.parallel} pairs could be mined for {self.directions} from {self.args.data} (skipped: {dict(skipped)})")

@@ -1144,7 +1144,11 @@ def _search_pruned_kernel(
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def _any_left(n_clauses, cur, term_max, theta, most_fields):
-    """Whether the clauses with postings left could still lift a document past ``theta``."""
+    """Whether the clauses with postings left could still lift a document past ``theta``.
+
+    Under ``best_fields`` it also puts past their ends the clauses of a field whose
+    clauses left cannot (that field decides no document that ranks from here on).
+    """
     left_t = 0.0
     left_x = 0.0
     alive = False
