@@ -24,7 +24,14 @@ turn, so between sizes the bench prints the exponent of query cost growth (cost 
 N^e) per round, as a median with its range: measured size after size, the machine's
 drift between them moved the exponent by ±0.04 from run to run.
 
-Usage: python bench/engine_bench.py [--docs 200000 800000] [--queries 5000] [--rounds 5] [--lucene] [--out bench/out]
+``--per-query R`` then times every query alone, R rounds (sizes interleaved), and keeps
+each query's least CPU time minus that of a call with no indexed token. The sum of
+those minima gives a second growth exponent, and the bench splits it between the 10%
+of queries slowest at the largest size and the rest: in the bench corpus the slowest
+are titles of common words, whose cost grows almost linearly with N, and their share
+decides the aggregate exponent.
+
+Usage: python bench/engine_bench.py [--docs 200000 800000] [--queries 5000] [--rounds 5] [--per-query 3] [--lucene] [--out bench/out]
 """
 
 from __future__ import annotations
@@ -162,6 +169,8 @@ class Size:
             self.lucene = stack.enter_context(LuceneSide(corpus, self.queries, k=args.k, combine="best_fields", workdir=Path(args.out) / "lucene"))
         self.ours_cpu: list[float] = []
         self.lucene_cpu: list[float] = []
+        self.per_query_ns = np.full(len(self.queries), np.inf)
+        self.call_ns = math.inf
 
     def run_round(self) -> None:
         """One timed round of our kernel and, right after it, of Lucene."""
@@ -170,6 +179,21 @@ class Size:
         self.ours_cpu.append(time.thread_time() - t0 - self.analysis_cpu)  # the kernel's share; analysis is timed apart
         if self.lucene is not None:
             self.lucene_cpu.append(self.lucene.run_round())
+
+    def time_each_query(self) -> None:
+        """One round of every query searched alone; each query keeps its least CPU time, and the empty call its own."""
+        for _ in range(50):
+            t0 = time.thread_time_ns()
+            self.engine.search([""], self.k)
+            self.call_ns = min(self.call_ns, time.thread_time_ns() - t0)
+        for i, query in enumerate(self.queries):
+            t0 = time.thread_time_ns()
+            self.engine.search([query], self.k)
+            self.per_query_ns[i] = min(self.per_query_ns[i], time.thread_time_ns() - t0)
+
+    def query_costs(self) -> np.ndarray:
+        """Each query's least CPU time in ns, the cost of a call with no indexed token taken off."""
+        return np.maximum(self.per_query_ns - self.call_ns, 1.0)
 
     def finish(self) -> dict:
         result, n = self.result, len(self.queries)
@@ -188,6 +212,14 @@ def growth(small: Size, large: Size, cpu: str) -> dict[str, float]:
     """The exponent e of cost ~ N^e between two sizes, per round (the rounds of both sizes ran side by side)."""
     scale = math.log(large.result["docs"] / small.result["docs"])
     return spread([math.log(b / a) / scale for a, b in zip(getattr(small, cpu), getattr(large, cpu))])
+
+
+def per_query_growth(small: Size, large: Size, slowest: np.ndarray) -> dict[str, float]:
+    """Growth exponents from summed per-query minima: all queries, the ``slowest`` (indices) and the rest."""
+    scale = math.log(large.result["docs"] / small.result["docs"])
+    a, b = small.query_costs(), large.query_costs()
+    rest = np.setdiff1d(np.arange(len(a)), slowest)
+    return {name: math.log(b[part].sum() / a[part].sum()) / scale for name, part in (("all", slice(None)), ("slowest", slowest), ("rest", rest))}
 
 
 def report(results: list[dict]) -> None:
@@ -209,6 +241,16 @@ def report(results: list[dict]) -> None:
         agree = f", Lucene's differ on {r['lucene_differs']}" if lucene else ""
         print(f"{r['docs']:,}: pruned top {r['mean_hits']:.0f} differ from exhaustive on {r['pruned_differs_from_exhaustive']} of {r['queries']:,} queries{agree}; "
               f"exhaustive {r['exhaustive_queries_per_cpu_s']:,.0f} q/cpu-s; peak RSS {r['peak_rss_mb']:,.0f} MB")
+    for r in results:
+        if "per_query" in r:
+            pq = r["per_query"]
+            print(f"{r['docs']:,}: queries timed alone (best of {pq['rounds']}, the {pq['call_us']:.0f} us of an empty call taken off): "
+                  f"{pq['total_ms']:,.1f} ms in all, the slowest 10% at the largest size {pq['slowest_ms']:,.1f} ms")
+    for a, b in zip(results, results[1:]):
+        if "per_query_growth" in b:
+            g = b["per_query_growth"]
+            print(f"query cost {a['docs']:,} -> {b['docs']:,}, queries timed alone: N^{g['all']:.2f} (embedded), "
+                  f"the slowest 10% N^{g['slowest']:.2f}, the rest N^{g['rest']:.2f}")
     for a, b in zip(results, results[1:]):
         ours = b["growth"]
         line = f"query cost {a['docs']:,} -> {b['docs']:,}: N^{ours['median']:.2f} ({ours['min']:.2f}-{ours['max']:.2f}) (embedded)"
@@ -224,6 +266,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=5_000)
     parser.add_argument("--k", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per contender, interleaved; medians count")
+    parser.add_argument("--per-query", type=int, default=0, metavar="R", help="then time every query alone, R rounds (ours only); 0: not")
     parser.add_argument("--analyzer", default="plain", help="the embedded engine's analyzer (Lucene's side is always plain)")
     parser.add_argument("--lucene", action="store_true", help="run Lucene 9.9.1 side by side (needs a JDK 21+; fetches the Anserini jar)")
     parser.add_argument("--out", default="bench/out")
@@ -245,7 +288,20 @@ def main() -> None:
         for _ in range(args.rounds):  # interleaved across sizes and engines: the machine's drift hits all alike
             for size in sizes:
                 size.run_round()
+        for _ in range(args.per_query):
+            for size in sizes:
+                size.time_each_query()
         results = [size.finish() for size in sizes]
+        if args.per_query:
+            slowest = np.argsort(-sizes[-1].query_costs())[: max(1, len(sizes[-1].queries) // 10)]
+            for size, result in zip(sizes, results):
+                costs = size.query_costs()
+                result["per_query"] = {
+                    "rounds": args.per_query, "call_us": size.call_ns / 1e3, "total_ms": float(costs.sum()) / 1e6,
+                    "slowest_ms": float(costs[slowest].sum()) / 1e6, "slowest_queries": [size.queries[i] for i in slowest[:10]],
+                }  # fmt: skip
+            for small, large, result in zip(sizes, sizes[1:], results[1:]):
+                result["per_query_growth"] = per_query_growth(small, large, slowest)
         for small, large, result in zip(sizes, sizes[1:], results[1:]):
             result["growth"] = growth(small, large, "ours_cpu")
             if large.lucene is not None:
