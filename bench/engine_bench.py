@@ -24,11 +24,12 @@ turn, so between sizes the bench prints the exponent of query cost growth (cost 
 N^e) per round, as a median with its range: measured size after size, the machine's
 drift between them moved the exponent by ±0.04 from run to run.
 
-``--per-query R`` then times every query alone, R rounds (sizes interleaved), and keeps
-each query's least CPU time minus that of a call with no indexed token. The sum of
-those minima gives a second growth exponent, and the bench splits it between the 10%
-of queries slowest at the largest size and the rest: in the bench corpus the slowest
-are titles of common words, whose cost grows almost linearly with N, and their share
+``--per-query R`` then times every query alone, R rounds (sizes and engines
+interleaved), and keeps each query's least CPU time (ours minus that of a call with no
+indexed token; Lucene's taken inside the JVM). The sum of those minima gives a second
+growth exponent, and the bench splits it between the 10% of queries slowest for us at
+the largest size and the rest, for both engines: in the bench corpus the slowest are
+titles of common words, whose cost grows almost linearly with N, and their share
 decides the aggregate exponent.
 
 Usage: python bench/engine_bench.py [--docs 200000 800000] [--queries 5000] [--rounds 5] [--per-query 3] [--lucene] [--out bench/out]
@@ -170,6 +171,7 @@ class Size:
         self.ours_cpu: list[float] = []
         self.lucene_cpu: list[float] = []
         self.per_query_ns = np.full(len(self.queries), np.inf)
+        self.lucene_per_query_ns = np.full(len(self.queries), np.inf)
         self.call_ns = math.inf
 
     def run_round(self) -> None:
@@ -190,9 +192,13 @@ class Size:
             t0 = time.thread_time_ns()
             self.engine.search([query], self.k)
             self.per_query_ns[i] = min(self.per_query_ns[i], time.thread_time_ns() - t0)
+        if self.lucene is not None:
+            np.minimum(self.lucene_per_query_ns, self.lucene.time_each_query(), out=self.lucene_per_query_ns)
 
-    def query_costs(self) -> np.ndarray:
-        """Each query's least CPU time in ns, the cost of a call with no indexed token taken off."""
+    def query_costs(self, engine: str = "ours") -> np.ndarray:
+        """Each query's least CPU time in ns: ours less the cost of a call with no indexed token, or Lucene's."""
+        if engine == "lucene":
+            return np.maximum(self.lucene_per_query_ns, 1.0)
         return np.maximum(self.per_query_ns - self.call_ns, 1.0)
 
     def finish(self) -> dict:
@@ -214,10 +220,10 @@ def growth(small: Size, large: Size, cpu: str) -> dict[str, float]:
     return spread([math.log(b / a) / scale for a, b in zip(getattr(small, cpu), getattr(large, cpu))])
 
 
-def per_query_growth(small: Size, large: Size, slowest: np.ndarray) -> dict[str, float]:
+def per_query_growth(small: Size, large: Size, slowest: np.ndarray, engine: str = "ours") -> dict[str, float]:
     """Growth exponents from summed per-query minima: all queries, the ``slowest`` (indices) and the rest."""
     scale = math.log(large.result["docs"] / small.result["docs"])
-    a, b = small.query_costs(), large.query_costs()
+    a, b = small.query_costs(engine), large.query_costs(engine)
     rest = np.setdiff1d(np.arange(len(a)), slowest)
     return {name: math.log(b[part].sum() / a[part].sum()) / scale for name, part in (("all", slice(None)), ("slowest", slowest), ("rest", rest))}
 
@@ -244,13 +250,15 @@ def report(results: list[dict]) -> None:
     for r in results:
         if "per_query" in r:
             pq = r["per_query"]
-            print(f"{r['docs']:,}: queries timed alone (best of {pq['rounds']}, the {pq['call_us']:.0f} us of an empty call taken off): "
-                  f"{pq['total_ms']:,.1f} ms in all, the slowest 10% at the largest size {pq['slowest_ms']:,.1f} ms")
+            theirs = f"; Lucene {pq['lucene_total_ms']:,.1f} ms, {pq['lucene_slowest_ms']:,.1f} ms" if "lucene_total_ms" in pq else ""
+            print(f"{r['docs']:,}: queries timed alone (best of {pq['rounds']}, the {pq['call_us']:.0f} us of our empty call taken off): "
+                  f"{pq['total_ms']:,.1f} ms in all, our slowest 10% at the largest size {pq['slowest_ms']:,.1f} ms{theirs}")
     for a, b in zip(results, results[1:]):
-        if "per_query_growth" in b:
-            g = b["per_query_growth"]
-            print(f"query cost {a['docs']:,} -> {b['docs']:,}, queries timed alone: N^{g['all']:.2f} (embedded), "
-                  f"the slowest 10% N^{g['slowest']:.2f}, the rest N^{g['rest']:.2f}")
+        for key, name in (("per_query_growth", "embedded"), ("lucene_per_query_growth", "Lucene")):
+            if key in b:
+                g = b[key]
+                print(f"query cost {a['docs']:,} -> {b['docs']:,}, queries timed alone: N^{g['all']:.2f} ({name}), "
+                      f"our slowest 10% N^{g['slowest']:.2f}, the rest N^{g['rest']:.2f}")
     for a, b in zip(results, results[1:]):
         ours = b["growth"]
         line = f"query cost {a['docs']:,} -> {b['docs']:,}: N^{ours['median']:.2f} ({ours['min']:.2f}-{ours['max']:.2f}) (embedded)"
@@ -266,7 +274,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=5_000)
     parser.add_argument("--k", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per contender, interleaved; medians count")
-    parser.add_argument("--per-query", type=int, default=0, metavar="R", help="then time every query alone, R rounds (ours only); 0: not")
+    parser.add_argument("--per-query", type=int, default=0, metavar="R", help="then time every query alone, R rounds (both engines); 0: not")
     parser.add_argument("--analyzer", default="plain", help="the embedded engine's analyzer (Lucene's side is always plain)")
     parser.add_argument("--lucene", action="store_true", help="run Lucene 9.9.1 side by side (needs a JDK 21+; fetches the Anserini jar)")
     parser.add_argument("--out", default="bench/out")
@@ -300,8 +308,13 @@ def main() -> None:
                     "rounds": args.per_query, "call_us": size.call_ns / 1e3, "total_ms": float(costs.sum()) / 1e6,
                     "slowest_ms": float(costs[slowest].sum()) / 1e6, "slowest_queries": [size.queries[i] for i in slowest[:10]],
                 }  # fmt: skip
+                if size.lucene is not None:
+                    theirs = size.query_costs("lucene")
+                    result["per_query"].update(lucene_total_ms=float(theirs.sum()) / 1e6, lucene_slowest_ms=float(theirs[slowest].sum()) / 1e6)
             for small, large, result in zip(sizes, sizes[1:], results[1:]):
                 result["per_query_growth"] = per_query_growth(small, large, slowest)
+                if large.lucene is not None:
+                    result["lucene_per_query_growth"] = per_query_growth(small, large, slowest, "lucene")
         for small, large, result in zip(sizes, sizes[1:], results[1:]):
             result["growth"] = growth(small, large, "ours_cpu")
             if large.lucene is not None:

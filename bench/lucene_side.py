@@ -4,9 +4,10 @@ The embedded engine claims Lucene's scores, so ``bench/engine_bench.py --lucene`
 Lucene on the same corpus and queries and compares speed and top-k lists. Lucene runs
 in its own JVM (the Anserini fat jar, see ``pipeline/engines/lucene_jar``) that analyses
 and builds every query once at start-up, then answers ``run`` (search every query once
-and report this thread's CPU seconds) and ``dump`` (write the top k) on stdin. No
-Python is in the loop while Lucene is timed, and the caller can interleave rounds of
-the two engines so that drift in the machine's load hits both alike.
+and report this thread's CPU seconds), ``each`` (the same, each query's CPU time
+apart) and ``dump`` (write the top k) on stdin. No Python is in the loop while Lucene
+is timed, and the caller can interleave rounds of the two engines so that drift in the
+machine's load hits both alike.
 
 Why the JVM flags: the embedded engine's figure is one thread on one core, so the JVM
 gets one core too. ``taskset -c CORE`` (when present) pins the whole process, JIT
@@ -148,6 +149,15 @@ class LuceneSide:
         """Search every query once; the searching thread's CPU seconds (``last_round`` has process CPU and wall)."""
         self.last_round = self._command("run")
         return float(self.last_round["cpu"])
+
+    def time_each_query(self) -> np.ndarray:
+        """Search every query once, each timed alone: the searching thread's CPU nanoseconds per query (int64)."""
+        times = self._query_file.with_suffix(".each")
+        try:
+            self._command(f"each {times}")
+            return np.loadtxt(times, dtype=np.int64, ndmin=1)
+        finally:
+            times.unlink(missing_ok=True)
 
     def top_k(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query, in order, the last round's top k: (corpus positions int32, scores float32), best first."""

@@ -230,6 +230,16 @@ public class LuceneBench {
           double[] took = since(start);
           System.out.printf(Locale.ROOT, "{\"cpu\": %.6f, \"process_cpu\": %.6f, \"wall\": %.6f, \"hits\": %d}%n",
               took[1], took[2], took[0], hits);
+        } else if (command.startsWith("each ")) { // every query timed alone: its thread CPU ns, one line each
+          results = new TopDocs[queries.length];
+          try (BufferedWriter out = Files.newBufferedWriter(Path.of(command.substring(5)), StandardCharsets.UTF_8)) {
+            for (int i = 0; i < queries.length; i++) {
+              long before = THREAD.getCurrentThreadCpuTime();
+              results[i] = queries[i] == null ? null : searcher.search(queries[i], k);
+              out.write((THREAD.getCurrentThreadCpuTime() - before) + "\n");
+            }
+          }
+          System.out.printf(Locale.ROOT, "{\"lines\": %d}%n", queries.length);
         } else if (command.startsWith("dump ")) {
           if (results == null) {
             results = new TopDocs[queries.length];
