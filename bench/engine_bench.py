@@ -228,6 +228,24 @@ def per_query_growth(small: Size, large: Size, slowest: np.ndarray, engine: str 
     return {name: math.log(b[part].sum() / a[part].sum()) / scale for name, part in (("all", slice(None)), ("slowest", slowest), ("rest", rest))}
 
 
+def add_per_query_results(sizes: list[Size], results: list[dict], rounds: int) -> None:
+    """Per size, the summed per-query costs, in all and of the 10% of queries slowest for us at the largest size; between sizes, their growth."""
+    slowest = np.argsort(-sizes[-1].query_costs())[: max(1, len(sizes[-1].queries) // 10)]
+    for size, result in zip(sizes, results):
+        costs = size.query_costs()
+        result["per_query"] = {
+            "rounds": rounds, "call_us": size.call_ns / 1e3, "total_ms": float(costs.sum()) / 1e6,
+            "slowest_ms": float(costs[slowest].sum()) / 1e6, "slowest_queries": [size.queries[i] for i in slowest[:10]],
+        }  # fmt: skip
+        if size.lucene is not None:
+            theirs = size.query_costs("lucene")
+            result["per_query"].update(lucene_total_ms=float(theirs.sum()) / 1e6, lucene_slowest_ms=float(theirs[slowest].sum()) / 1e6)
+    for small, large, result in zip(sizes, sizes[1:], results[1:]):
+        result["per_query_growth"] = per_query_growth(small, large, slowest)
+        if large.lucene is not None:
+            result["lucene_per_query_growth"] = per_query_growth(small, large, slowest, "lucene")
+
+
 def report(results: list[dict]) -> None:
     lucene = "lucene_queries_per_cpu_s" in results[0]
     print(f"\n{'documents':>10} {'embedded q/cpu-s':>22} {'Lucene q/cpu-s':>22} {'ratio':>18} {'index MB (B/posting)':>22} {'Lucene MB':>10} {'build docs/cpu-s':>17}")
@@ -301,20 +319,7 @@ def main() -> None:
                 size.time_each_query()
         results = [size.finish() for size in sizes]
         if args.per_query:
-            slowest = np.argsort(-sizes[-1].query_costs())[: max(1, len(sizes[-1].queries) // 10)]
-            for size, result in zip(sizes, results):
-                costs = size.query_costs()
-                result["per_query"] = {
-                    "rounds": args.per_query, "call_us": size.call_ns / 1e3, "total_ms": float(costs.sum()) / 1e6,
-                    "slowest_ms": float(costs[slowest].sum()) / 1e6, "slowest_queries": [size.queries[i] for i in slowest[:10]],
-                }  # fmt: skip
-                if size.lucene is not None:
-                    theirs = size.query_costs("lucene")
-                    result["per_query"].update(lucene_total_ms=float(theirs.sum()) / 1e6, lucene_slowest_ms=float(theirs[slowest].sum()) / 1e6)
-            for small, large, result in zip(sizes, sizes[1:], results[1:]):
-                result["per_query_growth"] = per_query_growth(small, large, slowest)
-                if large.lucene is not None:
-                    result["lucene_per_query_growth"] = per_query_growth(small, large, slowest, "lucene")
+            add_per_query_results(sizes, results, args.per_query)
         for small, large, result in zip(sizes, sizes[1:], results[1:]):
             result["growth"] = growth(small, large, "ours_cpu")
             if large.lucene is not None:

@@ -145,6 +145,15 @@ class LuceneSide:
             raise RuntimeError(f"LuceneBench: {reply['error']}")
         return reply
 
+    def _file_reply(self, command: str, suffix: str, ndmin: int) -> np.ndarray:
+        """The integers that ``command FILE`` has the JVM write to a file beside the queries (the file is removed)."""
+        path = self._query_file.with_suffix(suffix)
+        try:
+            self._command(f"{command} {path}")
+            return np.loadtxt(path, dtype=np.int64, ndmin=ndmin)
+        finally:
+            path.unlink(missing_ok=True)
+
     def run_round(self) -> float:
         """Search every query once; the searching thread's CPU seconds (``last_round`` has process CPU and wall)."""
         self.last_round = self._command("run")
@@ -152,21 +161,11 @@ class LuceneSide:
 
     def time_each_query(self) -> np.ndarray:
         """Search every query once, each timed alone: the searching thread's CPU nanoseconds per query (int64)."""
-        times = self._query_file.with_suffix(".each")
-        try:
-            self._command(f"each {times}")
-            return np.loadtxt(times, dtype=np.int64, ndmin=1)
-        finally:
-            times.unlink(missing_ok=True)
+        return self._file_reply("each", ".each", ndmin=1)
 
     def top_k(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query, in order, the last round's top k: (corpus positions int32, scores float32), best first."""
-        dump = self._query_file.with_suffix(".hits")
-        try:
-            self._command(f"dump {dump}")
-            rows = np.loadtxt(dump, dtype=np.int64, ndmin=2).reshape(-1, 3)
-        finally:
-            dump.unlink(missing_ok=True)
+        rows = self._file_reply("dump", ".hits", ndmin=2).reshape(-1, 3)
         cuts = np.searchsorted(rows[:, 0], np.arange(self.n_queries + 1))
         positions = rows[:, 1].astype(np.int32)
         scores = rows[:, 2].astype(np.uint32).view(np.float32)  # Float.floatToIntBits: exact

@@ -197,6 +197,10 @@ public class LuceneBench {
         .build();
   }
 
+  static TopDocs search(IndexSearcher searcher, Query query, int k) throws IOException {
+    return query == null ? null : searcher.search(query, k); // null: a query with no token
+  }
+
   static void serve(Path indexDir, Path queryFile, int k, String combine) throws IOException {
     IndexSearcher.setMaxClauseCount(Integer.MAX_VALUE); // long queries: the embedded engine has no such limit
     Analyzer analyzer = plain();
@@ -224,7 +228,7 @@ public class LuceneBench {
           long hits = 0;
           start = clocks();
           for (int i = 0; i < queries.length; i++) {
-            results[i] = queries[i] == null ? null : searcher.search(queries[i], k);
+            results[i] = search(searcher, queries[i], k);
             hits += results[i] == null ? 0 : results[i].scoreDocs.length;
           }
           double[] took = since(start);
@@ -235,7 +239,7 @@ public class LuceneBench {
           try (BufferedWriter out = Files.newBufferedWriter(Path.of(command.substring(5)), StandardCharsets.UTF_8)) {
             for (int i = 0; i < queries.length; i++) {
               long before = THREAD.getCurrentThreadCpuTime();
-              results[i] = queries[i] == null ? null : searcher.search(queries[i], k);
+              results[i] = search(searcher, queries[i], k);
               out.write((THREAD.getCurrentThreadCpuTime() - before) + "\n");
             }
           }
@@ -243,7 +247,7 @@ public class LuceneBench {
         } else if (command.startsWith("dump ")) {
           if (results == null) {
             results = new TopDocs[queries.length];
-            for (int i = 0; i < queries.length; i++) results[i] = queries[i] == null ? null : searcher.search(queries[i], k);
+            for (int i = 0; i < queries.length; i++) results[i] = search(searcher, queries[i], k);
           }
           long lines = 0;
           try (BufferedWriter out = Files.newBufferedWriter(Path.of(command.substring(5)), StandardCharsets.UTF_8)) {
