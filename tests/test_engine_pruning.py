@@ -9,6 +9,8 @@ every document, k beyond the matches).
 
 from __future__ import annotations
 
+import functools
+import operator
 import random
 
 import numpy as np
@@ -181,3 +183,19 @@ def test_rare_terms_far_apart_beside_common_ones():
     queries = [f"r{j} {w}" for j in range(7) for w in words[:6]] + [f"w0 w1 r{j}" for j in range(7)] + ["w0 w0 w1", "w3"]
     for combine in COMBINES:
         assert_same_as_oracle(build(docs, combine=combine), queries, ks=(1, 10, 100, 150))
+
+
+def test_title_signatures_rule_out_only_absent_terms_even_where_terms_share_a_bit():
+    # 150 title words over 64 signature bits: many words share a bit, so a set bit
+    # often belongs to another word and the probe must still find the term absent.
+    rng = random.Random(31)
+    words = [f"t{i}" for i in range(150)]
+    docs = [(" ".join(rng.choices(words[:12] + words, k=rng.randint(1, 4))), " ".join(rng.choices(words, k=rng.randint(1, 20)))) for _ in range(12_000)]
+    engine = build(docs)
+    bit = {term: 1 << ((term_id * 0x9E3779B97F4A7C15 % 2**64) >> 58) for term, term_id in engine.vocab.items()}
+    assert len(set(bit.values())) < len(bit)  # shared bits: the case under test
+    expected = [functools.reduce(operator.or_, (bit[word] for word in title.split()), 0) for title, _ in docs]
+    assert engine.postings.signatures().tolist() == expected
+    queries = [f"{a} {b}" for a in words[:12] for b in words[:12]] + [f"{a} {b} {c}" for a, b, c in (rng.sample(words[:40], 3) for _ in range(200))]
+    for combine in COMBINES:
+        assert_same_as_oracle(build(docs, combine=combine), queries)
