@@ -1107,7 +1107,7 @@ def _complete(
         f = cur[c, _FIELD]
         if not most_fields and np.float32(bound_t if f == 0 else bound_x) <= theta:
             continue  # best_fields: the larger field decides, and this one cannot win, so its exact sum is not needed
-        if f == 0 and title_sig[d] & bits[c] == 0:
+        if f == 0 and (title_sig[d] & bits[c]) == 0:
             continue  # not in the document's title: its list stays where it is
         _advance(c, d, cur, docs, block_last, block_start, doc_bits, tf_bits, words)
         if cur[c, _DOC] == d:
@@ -1162,7 +1162,7 @@ def _search_pruned_kernel(
             cur[c, _BLK] = block_ptr[f, term] - 1  # before its first block
             cur[c, _DOC] = -1
             cur[c, _SHALLOW] = block_ptr[f, term]
-            bits[c] = _signature_bit(term) if f == 0 else 0
+            bits[c] = _signature_bit(term) if f == 0 else np.uint64(0)
             top = term_maxima[f, term]
             term_max[c] = np.float64(w - w / top) if top > 0 else 0.0
             if k <= FLOOR_K and term_floors[f, term] > 0:
@@ -1198,6 +1198,7 @@ def _search_pruned_kernel(
                 for i in range(non_essential, n):
                     _advance(order[i], lo, cur, docs, block_last, block_start, doc_bits, tf_bits, words)
                 n_title = _title_bounds(non_essential, order, cur, bits, window_max, title_bits, title_max)
+                rest_x = pre_x[non_essential] if non_essential else 0.0  # the non-essential text clauses' maxima (pre_x is set only when some are)
                 while True:  # the essential clauses' documents in the window, a batch at a time, in order
                     if non_essential == n - 1:  # one essential clause: its postings are the documents
                         found = _gather_one(order[non_essential], hi, cur, docs, weights, caches, norms, block_last, block_start, doc_bits, tf_bits, words, batch_docs, batch_sums)
@@ -1208,7 +1209,7 @@ def _search_pruned_kernel(
                         )
                     if found == 0:
                         break
-                    found = _drop_hopeless(found, theta, most_fields, n_title, title_bits, title_max, pre_x[non_essential], title_sig, batch_docs, batch_sums)
+                    found = _drop_hopeless(found, theta, most_fields, n_title, title_bits, title_max, rest_x, title_sig, batch_docs, batch_sums)
                     for g in range(found):
                         d = batch_docs[g]
                         score = _complete(
