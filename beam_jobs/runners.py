@@ -23,18 +23,24 @@ The flags are resolved once per command, on the driver (``resolve``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
+import shlex
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 
 from apache_beam.portability import python_urns
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
+from clirmatrix.beam_jobs import local_worker
 from clirmatrix.pipeline.config import ConfigError
 
 LOG = logging.getLogger("clirmatrix")
@@ -171,11 +177,53 @@ class LocalRunner(FnApiRunner):
     With ``--direct_running_mode=multi_processing`` the FnApiRunner starts each
     worker as ``python -m apache_beam.runners.worker.sdk_worker_main``; this runner
     starts the same worker behind ``clirmatrix.beam_jobs.local_worker``, which
-    only sets up logging first. Everything else is Beam's runner unchanged.
+    sets up logging first and ends the worker when this process (the driver, whose
+    pid it is given) has ended. Beam runs the command through a shell; ``exec``
+    (POSIX) makes the worker the driver's own child, with no shell left between
+    them to outlive either. Everything else is Beam's runner unchanged.
     """
 
     def run_via_runner_api(self, pipeline_proto, options):  # noqa: ANN001, ANN201 (Beam's signature)
         for environment in pipeline_proto.components.environments.values():
             if environment.urn == python_urns.SUBPROCESS_SDK and environment.payload.endswith(_BEAM_WORKER):
-                environment.payload = f"{sys.executable} -m clirmatrix.beam_jobs.local_worker".encode()
-        return super().run_via_runner_api(pipeline_proto, options)
+                environment.payload = local_worker_command().encode()
+        with interrupt_reaches_workers():
+            return super().run_via_runner_api(pipeline_proto, options)
+
+
+@contextlib.contextmanager
+def interrupt_reaches_workers() -> Iterator[None]:
+    """While a local pipeline runs, a SIGINT sent to the driver alone ends its worker processes too.
+
+    Interrupted, Beam's FnApiRunner closes its workers' channels and waits for
+    the worker processes to exit, which they never do: the build would hang, its
+    workers idle. A terminal's Ctrl-C reaches the workers as well (one process
+    group) and the run stops; a SIGINT for the driver only (``kill -INT``, a
+    process manager) now does the same: the workers get SIGTERM first (Linux, where
+    ``/proc`` lists them), then the driver is interrupted as Python would be.
+    Nothing changes where the program has a SIGINT handler of its own, or outside
+    the main thread.
+    """
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        for pid in local_worker.local_workers(os.getpid()):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        signal.default_int_handler(signum, frame)
+
+    signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def local_worker_command() -> str:
+    """The shell command that starts one local worker process of this driver."""
+    command = f"-m {local_worker.MODULE} {local_worker.DRIVER_FLAG}={os.getpid()}"
+    if os.name == "posix":
+        return f"exec {shlex.quote(sys.executable)} {command}"
+    return f"{sys.executable} {command}"
