@@ -42,7 +42,7 @@ from clirmatrix.pipeline.config import BuildConfig, as_dict, resolve
 from clirmatrix.pipeline.corpus import WorkDirs
 from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.fingerprint import fingerprint
-from clirmatrix.pipeline.localio import md5_of
+from clirmatrix.pipeline.localio import check_folder_path, md5_of
 from clirmatrix.pipeline.release import ReleaseSettings
 from clirmatrix.pipeline.report import write_report
 from clirmatrix.pipeline.retrieval import RetrievalSettings, check_engine
@@ -112,7 +112,11 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
     working directories of their own. ``beam_args`` are Beam's flags (``--runner
     dask``, ``--s3_endpoint_url``, ...), resolved once for every stage.
     """
-    config = replace(config.check(), dumps=fileio.absolute(config.dumps), out=fileio.absolute(config.out), work=fileio.absolute(config.work))
+    config = config.check()
+    check_folder_path(config.out, "--out")  # before anything is read: a file named OUT is one line, not [Errno 17] later
+    if config.work:
+        check_folder_path(config.work, "--work")
+    config = replace(config, dumps=fileio.absolute(config.dumps), out=fileio.absolute(config.out), work=fileio.absolute(config.work))
     beam_args = runners.resolve(beam_args)
     common.use_filesystem_options(beam_args)
     bm25 = Bm25Settings(config.k1, config.b, config.title_boost, config.combine)

@@ -28,6 +28,7 @@ from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION
 from clirmatrix.pipeline.config import DEFAULT_MIN_DOCS, comma_list
 from clirmatrix.pipeline.dumps import DumpSet, discover
 from clirmatrix.pipeline.errors import MissingInputError
+from clirmatrix.pipeline.localio import check_folder_path
 
 LOG = logging.getLogger("clirmatrix")
 
@@ -73,6 +74,7 @@ def run_extract(
     skip_missing: bool = False,
 ) -> ExtractResult:
     """Run docs, sitelinks and linking for every language found (or ``langs``)."""
+    check_folder_path(work_dir, "--out")  # before anything is read
     dumps_dir, work_dir, beam_args = prepare_run(dumps_dir, work_dir, beam_args)
     found = find_dumps(dumps_dir, langs, source, skip_missing)
     dirs = stage_dirs(work_dir)

@@ -54,7 +54,7 @@ class ExtractSitelinksFile(common.StorageDoFn):
                 for lang in self.langs
             }
             raw = stack.enter_context(fileio.open_raw(path))
-            progress = ProgressLog(f"wikidata {fileio.basename(path)}", fileio.size_of(path), raw.tell)
+            progress = ProgressLog(f"wikidata {fileio.basename(path)}", fileio.size_of(path), raw.tell, unit="sitelinks")  # ticked per sitelink kept
             for line in read_sitelinks(fileio.iter_lines(fileio.open_dump(raw, path), report), selection, report):
                 sinks[line.lang].add(line)
                 per_lang[line.lang] += 1
@@ -99,7 +99,7 @@ def run_extract_sitelinks(
     common.run_stage("ExtractSitelinks", units, ExtractSitelinks(out_dir, langs, prefilter, beam_args), beam_args, workers)
     units_done = sorted(common.read_reports(out_dir), key=lambda unit: unit["rank"])
     reports = [FileReport.from_dict(unit["report"]) for unit in units_done]
-    check_bad_fraction({report.file: [report] for report in reports}, max_bad_fraction)
+    check_bad_fraction({report.file: [report] for report in reports}, max_bad_fraction, unit="entity lines")  # a Wikidata record is an entity line
     totals = Counter()
     for unit in units_done:
         totals.update(unit["sitelinks"])

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from clirmatrix.pipeline.errors import InvalidInputError
+from clirmatrix.pipeline.languages import WIKIPEDIA_LANGUAGES, check_langs
 
 MODELS: tuple[str, ...] = ("cross-encoder", "bi-encoder", "contrastive", "dap", "ccp")
 
@@ -41,6 +42,19 @@ WARMUP_SHARE: dict[str, float] = {"cross-encoder": 0.0, "bi-encoder": 0.1, "cont
 # Examples per micro-batch when --grad-accum is not given: the papers' batches of DAP and CCP
 # are reached by accumulating micro-batches of the size their code runs at once.
 MICRO_BATCH: dict[str, int] = {"dap": 128, "ccp": 32}
+
+
+def check_lang_flags(data: str | Path, flags: dict[str, str | None]) -> None:
+    """Check language flags (``{"--src": "en,de", "--tgt": "all"}``; None and ``all`` pass) before any work.
+
+    A code must be a Wikipedia's or have documents in ``data`` (``DOCS/{lang}.tsv.gz``: a
+    build may hold a wiki newer than our list); anything else is an ``UnknownLanguageError``
+    naming the flag and the nearest codes (``--src EN: ...; did you mean en?``).
+    """
+    present = {path.name.split(".")[0] for path in (Path(data) / "DOCS").glob("*.tsv.gz")}
+    for flag, value in flags.items():
+        if value is not None and value.strip() != "all":
+            check_langs(value, WIKIPEDIA_LANGUAGES | present, flag)
 
 
 def _help(text: str, default: Any = None) -> Any:

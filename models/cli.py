@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from clirmatrix.models.arguments import MODELS, TrainArguments
+from clirmatrix.models.arguments import MODELS, TrainArguments, check_lang_flags
 
 if typing.TYPE_CHECKING:
     from clirmatrix.models.reproduce import Summary
@@ -105,7 +105,11 @@ def evaluate(runs: tuple[str, ...], data: str, split: str, dataset: str | None, 
     _require_torch()
     from clirmatrix.models.evaluate import evaluate_mixed, evaluate_run, save_rows
     from clirmatrix.models.metrics import format_table
+    from clirmatrix.pipeline.localio import check_folder_path
 
+    check_lang_flags(data, {"--src": src, "--tgt": tgt})
+    if out_dir:
+        check_folder_path(out_dir, "--out")
     if mixed:
         if not src:
             raise click.UsageError("--mixed needs --src (the query language)")

@@ -38,11 +38,11 @@ from clirmatrix.models.arguments import TrainArguments
 from clirmatrix.models.evaluate import direction_row, evaluate_mixed, load_run, training_kind
 from clirmatrix.models.metrics import MIXED, NDCG10, PAPER_MULTI8_MM_BEAT_BM, ResultRow, read_results, write_results
 from clirmatrix.models.recipes.base import resolve_directions
-from clirmatrix.models.train import ARGS, RunDirError, changed_settings, run_training
+from clirmatrix.models.train import ARGS, RunDirError, changed_settings, fit_max_len, run_training
 from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.errors import InvalidInputError, MissingInputError
-from clirmatrix.pipeline.languages import BI139_LANGUAGES, MULTI8_LANGUAGES
+from clirmatrix.pipeline.languages import BI139_LANGUAGES, MULTI8_LANGUAGES, check_langs
 from clirmatrix.pipeline.localio import atomic_write
 
 SPLIT = "test1"  # every figure of Tables 7.6, 7.8 and 7.9 is on test1
@@ -90,10 +90,7 @@ class Summary:
 
 def multi8_languages(data: str | Path, langs: str | None = None) -> list[str]:
     """The MULTI-8 languages to reproduce (``--langs``, or all 8), in MULTI-8 order; every file their runs read must exist."""
-    chosen = comma_list(langs) if langs else list(MULTI8_LANGUAGES)
-    unknown = [lang for lang in chosen if lang not in MULTI8_LANGUAGES]
-    if unknown:
-        raise InvalidInputError(f"--langs {', '.join(unknown)}: not a MULTI-8 language; MULTI-8 has {', '.join(MULTI8_LANGUAGES)}")
+    chosen = check_langs(langs, MULTI8_LANGUAGES, "--langs", "MULTI-8 language") if langs else list(MULTI8_LANGUAGES)
     chosen = [lang for lang in MULTI8_LANGUAGES if lang in chosen]
     if len(chosen) < 2:
         raise InvalidInputError(f"--langs names {len(chosen)} language ({', '.join(chosen)}); MULTI-8 retrieval needs at least 2")
@@ -111,9 +108,7 @@ def bi139_targets(data: str | Path, src: str, tgt: str | None = None) -> list[st
     data = Path(data)
     layout.refuse_incomplete(data)
     for flag, langs in (("--src", [src]), ("--tgt", comma_list(tgt or ""))):
-        unknown = [lang for lang in langs if lang not in BI139_LANGUAGES]
-        if unknown:
-            raise InvalidInputError(f"{flag} {', '.join(unknown)}: not a BI-139 language (docs/method.md section 11)")
+        check_langs(langs, BI139_LANGUAGES, flag, "BI-139 language")
     if tgt:
         targets = [lang for lang in BI139_LANGUAGES if lang in comma_list(tgt) and lang != src]
         if not targets:
@@ -172,6 +167,10 @@ def _refuse_other_settings(arguments: Mapping[str, TrainArguments], runs: Path) 
 
 def train_plan(plan: Sequence[PlannedRun], template: TrainArguments, data: Path, init: str, runs: Path, summary: Summary, show_progress: bool = True) -> None:
     """Train every planned run that has not finished; a half-finished one resumes from its checkpoints."""
+    default_len = template.resolved().max_len
+    fitted = fit_max_len(default_len, template.max_len is not None, init, template.model)  # before anything trains
+    if fitted != default_len:  # the model's default cut to --init's positions: every run gets (and records) the cut length
+        template = dataclasses.replace(template, max_len=fitted)
     arguments = {run.name: run.arguments(template, data, init, runs) for run in plan}
     _refuse_other_settings(arguments, runs)
     console = _console()

@@ -15,6 +15,7 @@ CCP run as the CCP paper does.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import shutil
@@ -25,14 +26,15 @@ import numpy as np
 import torch
 
 from clirmatrix.models import distributed
-from clirmatrix.models.arguments import TrainArguments
+from clirmatrix.models.arguments import TrainArguments, check_lang_flags
 from clirmatrix.models.evaluate import BACKBONE, dev_score, load_run
-from clirmatrix.models.modeling.encoder import check_model_dir, save_backbone_files
+from clirmatrix.models.modeling.encoder import check_model_dir, position_limit, save_backbone_files
 from clirmatrix.models.recipes import recipe_class
 from clirmatrix.models.trainer import BEST, Trainer, TrainState
 from clirmatrix.pipeline.errors import InvalidInputError, MissingInputError
-from clirmatrix.pipeline.localio import md5_of
+from clirmatrix.pipeline.localio import check_folder_path, md5_of
 
+LOG = logging.getLogger("clirmatrix")
 ARGS = "args.json"
 EXPORT = "export"  # a run's best encoder as a model directory, for runs that start from it
 EXPORTED_FROM = "exported-from.json"
@@ -71,6 +73,23 @@ def _prepare(args: TrainArguments) -> None:
     run_dir.mkdir(parents=True)
     save_backbone_files(args.init, run_dir / BACKBONE)
     args.save(saved)
+
+
+class MaxLenError(InvalidInputError):
+    """``--max-len`` is longer than the model's position embeddings allow."""
+
+
+def fit_max_len(max_len: int, given: bool, model_dir: str | Path, model: str, note: bool = True) -> int:
+    """``max_len`` within the positions of the model in ``model_dir``: a default longer than them is cut to them, with
+    a logged note; a ``--max-len`` the user gave that is longer is a ``MaxLenError`` (it would fail at the first long input)."""
+    limit = position_limit(model_dir)
+    if limit is None or max_len <= limit:
+        return max_len
+    if given:
+        raise MaxLenError(f"--max-len {max_len} is longer than the {limit} positions of the model in {model_dir} (max_position_embeddings); give --max-len {limit} or less")
+    if note:
+        LOG.warning("note: --max-len %d, not the %s default %d: the model in %s has %d positions (max_position_embeddings)", limit, model, max_len, model_dir, limit)
+    return limit
 
 
 def init_dir(init: str) -> str:
@@ -113,11 +132,14 @@ def seed_everything(seed: int) -> None:
 
 def run_training(args: TrainArguments, show_progress: bool = True) -> TrainState:
     """Train (or resume) a run; returns its final state."""
+    max_len_given = args.max_len is not None
     args = args.resolved()
     if not Path(args.data).is_dir():
-        raise FileNotFoundError(f"--data {args.data} is not a folder; build one with clirmatrix build or fetch one with clirmatrix download")
+        raise MissingInputError(f"--data {args.data} is not a folder; build one with clirmatrix build or fetch one with clirmatrix download")
     if not args.out:
-        raise ValueError("--out (the run directory) is required")
+        raise InvalidInputError("--out (the run directory) is required")
+    check_folder_path(args.out, "--out")
+    check_lang_flags(args.data, {"--src": args.src, "--tgt": args.tgt})
     process, device = distributed.start(args.device)
     if process.main:  # one rank exports a run given as --init; the others find it done
         args.init = resolve_init(args.init)
@@ -125,6 +147,7 @@ def run_training(args: TrainArguments, show_progress: bool = True) -> TrainState
     if not process.main:
         args.init = init_dir(args.init)
     check_model_dir(args.init)
+    args.max_len = fit_max_len(args.max_len, max_len_given, args.init, args.model, note=process.main)  # before args.json is written
     prepare_run_dir(args, process)
     run_dir = Path(args.out)
     seed_everything(args.seed)

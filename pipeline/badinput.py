@@ -102,7 +102,7 @@ class DamagedInputError(InputError, RuntimeError):
     """An input file could not be read to its end."""
 
 
-def check_complete(reports: Iterable[FileReport]) -> None:
+def check_complete(reports: Iterable[FileReport], unit: str = "records") -> None:
     """Raise ``DamagedInputError`` naming every file that could not be read to its end, and how far it got.
 
     A truncated dump would otherwise pass as a smaller language (a cut at 60% of
@@ -113,7 +113,7 @@ def check_complete(reports: Iterable[FileReport]) -> None:
         for example in report.examples:
             if example["kind"] in STREAM_LOSS:
                 damaged.append(
-                    f"{report.file}: {example['kind']} at line {example['line']:,}, after {report.records - 1:,} records "
+                    f"{report.file}: {example['kind']} at line {example['line']:,}, after {report.records - 1:,} {unit} "
                     f"({report.kept:,} kept): {example['detail']}"
                 )
     if damaged:
@@ -134,9 +134,12 @@ def describe_rejects(reports: Iterable[FileReport], limit: int = 10) -> list[str
     return lines
 
 
-def check_bad_fraction(groups: dict[str, list[FileReport]], max_fraction: float) -> None:
-    """Raise ``DamagedInputError`` for a file not read to its end, else ``TooManyBadRecords`` naming every group (language or file) over the limit."""
-    check_complete(report for reports in groups.values() for report in reports)
+def check_bad_fraction(groups: dict[str, list[FileReport]], max_fraction: float, unit: str = "records") -> None:
+    """Raise ``DamagedInputError`` for a file not read to its end, else ``TooManyBadRecords`` naming every group (language or file) over the limit.
+
+    ``unit`` names what a record is in the messages: a dump's records, or the Wikidata dump's entity lines.
+    """
+    check_complete((report for reports in groups.values() for report in reports), unit)
     failures: list[str] = []
     for name, reports in sorted(groups.items()):
         records = sum(r.records for r in reports)
@@ -147,7 +150,7 @@ def check_bad_fraction(groups: dict[str, list[FileReport]], max_fraction: float)
                 kinds.update(report.rejected)
             summary = ", ".join(f"{kind}: {count:,}" for kind, count in sorted(kinds.items()))
             failures.append(
-                f"{name}: {bad:,} of {records:,} records ({bad / max(records, 1):.3%}) were bad input, "
+                f"{name}: {bad:,} of {records:,} {unit} ({bad / max(records, 1):.3%}) were bad input, "
                 f"more than the allowed {max_fraction:.3%} ({summary})"
             )
             failures.extend("    " + line for line in describe_rejects(reports))

@@ -27,7 +27,7 @@ import yaml
 from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION
 from clirmatrix.pipeline.engines.base import COMBINATIONS, Bm25Settings
 from clirmatrix.pipeline.errors import InvalidInputError
-from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
+from clirmatrix.pipeline.languages import MULTI8_LANGUAGES, WIKIPEDIA_LANGUAGES, check_langs, is_language_code
 from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SHARD_DOCS
 
 ENGINES = ("embedded", "elasticsearch")
@@ -42,7 +42,16 @@ _BM25 = Bm25Settings()  # k1 1.2, b 0.3 (footnote 9), title^2, best_fields
 
 
 class ConfigError(InvalidInputError):
-    """A config file or flag value that cannot be used; the message names the file or flag."""
+    """A config file or flag value that cannot be used; the message names the flag (and the file, for a file's value)."""
+
+    def __init__(self, message: str, setting: str = "") -> None:
+        super().__init__(message)
+        self.setting = setting  # the BuildConfig field at fault, when one is
+
+
+def flag_name(setting: str) -> str:
+    """The command-line flag of a setting: ``min_docs`` -> ``--min-docs``."""
+    return "--" + setting.replace("_", "-")
 
 
 def _setting(default: object, help: str, **rule: object) -> object:
@@ -74,7 +83,7 @@ class BuildConfig:
     max_bad_fraction: float = _setting(DEFAULT_MAX_BAD_FRACTION, "Fail when more input than this is bad.", min=0, max=1)
     base_url: str = _setting("", "URL prefix written into downloads.json.gz [default: OUT's own file:// URL].")
     es_url: str = _setting("", "Elasticsearch for --engine elasticsearch: one URL, or en=URL,de=URL [default: $CLIRMATRIX_ES_URL].")
-    workers: int = _setting(0, "Local worker processes [default: one per unit, up to the cores].", min=0)
+    workers: int = _setting(0, "Local worker processes, 1 or more [default: one per unit of work, up to the cores].", min=1, unset=(0, "one per unit of work, up to the cores"))
     threads: int = _setting(1, "Search threads per worker.", min=1)
     shard_docs: int = _setting(DEFAULT_SHARD_DOCS, "Documents per retrieval shard; results do not depend on it.", min=1)
     block_size: int = _setting(DEFAULT_BLOCK_SIZE, "Queries per unit of labelling, propagation and writing.", min=1)
@@ -88,15 +97,32 @@ class BuildConfig:
         if not self.dumps or not self.out:
             raise ConfigError("both --dumps and --out are required (as flags or in the config file)")
         for setting in fields(self):
-            value, rule = getattr(self, setting.name), setting.metadata
+            value, rule, flag = getattr(self, setting.name), setting.metadata, flag_name(setting.name)
+            if "unset" in rule and value == rule["unset"][0]:  # the default's stand-in (workers 0: one per unit); resolve refuses it given
+                continue
             if "choices" in rule and value not in rule["choices"]:
-                raise ConfigError(f"{setting.name} must be one of {', '.join(rule['choices'])}, got {value!r}")
+                raise ConfigError(f"{flag} must be one of {', '.join(rule['choices'])}, got {value!r}", setting.name)
             if ("min" in rule and not value >= rule["min"]) or ("max" in rule and not value <= rule["max"]):  # NaN fails too
                 bounds = f"between {rule['min']} and {rule['max']}" if "max" in rule else f"at least {rule['min']}"
-                raise ConfigError(f"{setting.name} must be {bounds}, got {value!r}")
+                raise ConfigError(f"{flag} must be {bounds}, got {value!r}", setting.name)
             if "above" in rule and not value > rule["above"]:
-                raise ConfigError(f"{setting.name} must be above {rule['above']}, got {value!r}")
+                raise ConfigError(f"{flag} must be above {rule['above']}, got {value!r}", setting.name)
+        self._check_langs()
         return self
+
+    def _check_langs(self) -> None:
+        """Language codes: --langs must be codes (a real one without a dump is found by the dump search,
+        which also accepts a new wiki's code); --multi-langs must be Wikipedia's or --langs' codes, 2 or more."""
+        try:
+            check_langs([code for code in self.langs if not is_language_code(code)], WIKIPEDIA_LANGUAGES, "--langs")
+        except InvalidInputError as error:
+            raise ConfigError(str(error), "langs") from None
+        try:
+            check_langs(self.multi_langs, WIKIPEDIA_LANGUAGES | set(self.langs), "--multi-langs")
+        except InvalidInputError as error:
+            raise ConfigError(f"{error} (a code Wikimedia's list lacks is accepted when --langs names it too)", "multi_langs") from None
+        if len(set(self.multi_langs)) == 1:
+            raise ConfigError(f"--multi-langs names one language ({self.multi_langs[0]}); MULTI-8 needs 2 or more, or none to build no MULTI-8", "multi_langs")
 
 
 _FIELDS = {f.name: f for f in fields(BuildConfig)}
@@ -113,12 +139,12 @@ def _coerce(name: str, value: object, where: str) -> object:
     kind = type(BuildConfig.__dataclass_fields__[name].default)
     if name in _TUPLES:
         if not isinstance(value, (str, list, tuple)) or not all(isinstance(item, str) for item in value):
-            raise ConfigError(f"{where}: {name} must be a list of language codes or a comma-separated string")
+            raise ConfigError(f"{where} must be a list of language codes or a comma-separated string", name)
         return tuple(comma_list(value))
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
-        raise ConfigError(f"{where}: {name} must be {kind.__name__}, got {value!r}")
+        raise ConfigError(f"{where} must be {kind.__name__}, got {value!r}", name)
     return value
 
 
@@ -153,16 +179,33 @@ def read_config_file(path: str) -> dict:
     unknown = sorted(set(flat) - set(_FIELDS))
     if unknown:
         raise ConfigError(f"config file {path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(_FIELDS))}")
-    return {name: _coerce(name, value, path) for name, value in flat.items()}
+    return {name: _coerce(name, value, f"config file {path}: {name}") for name, value in flat.items()}
 
 
 def resolve(config_file: str | None, flags: dict[str, object]) -> BuildConfig:
-    """Defaults, overridden by the config file, overridden by the flags that were given (not None)."""
+    """Defaults, overridden by the config file, overridden by the flags that were given (not None).
+
+    A message about a value from the file names the flag and the file's key (``--min-docs
+    must be at least 0, got -1 (min_docs in build.toml)``). A setting's stand-in for its
+    default (``workers = 0``) is refused when given, so it never silently means "auto".
+    """
     settings = read_config_file(config_file) if config_file else {}
+    from_file = set(settings)
     for name, value in flags.items():
         if value is not None:
-            settings[name] = _coerce(name, value, f"--{name.replace('_', '-')}")
-    return replace(BuildConfig(), **settings).check()
+            settings[name] = _coerce(name, value, flag_name(name))
+            from_file.discard(name)
+    try:
+        for name, value in settings.items():
+            rule = _FIELDS[name].metadata
+            if "unset" in rule and value == rule["unset"][0]:
+                stand_in, meaning = rule["unset"]
+                raise ConfigError(f"{flag_name(name)} {stand_in!r} is not a setting: give {rule['min']} or more, or leave {flag_name(name)} out for {meaning}", name)
+        return replace(BuildConfig(), **settings).check()
+    except ConfigError as error:
+        if error.setting in from_file:
+            raise ConfigError(f"{error} ({error.setting} in {config_file})", error.setting) from None
+        raise
 
 
 def as_dict(config: BuildConfig) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 
 from clirmatrix.pipeline.errors import InvalidInputError
 
@@ -59,11 +60,49 @@ class UnknownWikiError(InvalidInputError):
     """A database or site name that is not a Wikipedia of the form ``{code}wiki``."""
 
 
-def nearest_languages(code: str, limit: int = 3) -> list[str]:
-    """The Wikipedia codes closest in spelling to ``code``, for an error message."""
+class UnknownLanguageError(InvalidInputError):
+    """A language list (``--langs``, ``--src``, ...) names a code its flag does not accept; the message suggests the nearest."""
+
+
+def nearest_languages(code: str, limit: int = 3, allowed: Iterable[str] = WIKIPEDIA_LANGUAGES) -> list[str]:
+    """The codes of ``allowed`` closest to ``code``, for an error message.
+
+    Case, surrounding spaces and underscores are folded first (``EN`` -> ``en``,
+    ``zh_min_nan`` -> ``zh-min-nan``, the database name ``dewiki`` -> ``de``), so the
+    commonest slips name the one right code; otherwise the closest spellings.
+    """
     import difflib
 
-    return difflib.get_close_matches(code, sorted(WIKIPEDIA_LANGUAGES), n=limit, cutoff=0.5)
+    choices = sorted(set(allowed))
+    folded = code.strip().lower().replace("_", "-")
+    for candidate in (folded, folded.removesuffix("wiki").rstrip("-")):
+        if candidate in choices:
+            return [candidate]
+    return difflib.get_close_matches(folded, choices, n=limit, cutoff=0.5)
+
+
+def check_langs(values: str | Iterable[str], allowed: Iterable[str], flag: str, kind: str = "Wikipedia language code") -> list[str]:
+    """The codes of a comma-separated string (or list), in order, once each; ``UnknownLanguageError`` for any not in ``allowed``.
+
+    The error names ``flag``, every unknown code with the nearest allowed ones
+    ("did you mean en?"), and, when ``allowed`` is short, all of them:
+    ``--langs EN: not a Wikipedia language code; did you mean en?``.
+    """
+    items = values.split(",") if isinstance(values, str) else values
+    codes = list(dict.fromkeys(item.strip() for item in items if item.strip()))
+    accepted = set(allowed)
+    unknown = [code for code in codes if code not in accepted]
+    if not unknown:
+        return codes
+    guesses = {code: " or ".join(nearest_languages(code, allowed=accepted)) for code in unknown}
+    if len(unknown) == 1:
+        code = unknown[0]
+        message = f"{flag} {code}: not a {kind}" + (f"; did you mean {guesses[code]}?" if guesses[code] else "")
+    else:
+        message = f"{flag}: not a {kind}: " + ", ".join(f"{code} (did you mean {guesses[code]}?)" if guesses[code] else code for code in unknown)
+    if len(accepted) <= 20:
+        message += f" ({kind}s: {', '.join(sorted(accepted))})"
+    raise UnknownLanguageError(message)
 
 
 def is_language_code(code: str) -> bool:

@@ -17,6 +17,8 @@ from typing import IO, BinaryIO
 
 from isal import isal_zlib
 
+from clirmatrix.pipeline.errors import InvalidInputError
+
 # What a decompressor or the storage layer raises on damaged input: EOFError when a gzip
 # or bz2 stream ends before its end marker; isal's error is no zlib.error subclass.
 STREAM_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)
@@ -52,3 +54,25 @@ def atomic_write(path: str | os.PathLike) -> Iterator[BinaryIO]:
     """Write a local file atomically (``atomic_path``), through an open binary handle."""
     with atomic_path(path) as temporary, open(temporary, "wb") as handle:
         yield handle
+
+
+class NotAFolderError(InvalidInputError, NotADirectoryError):
+    """An output folder given on the command line is a file (or lies under one)."""
+
+
+def check_folder_path(path: str | os.PathLike, flag: str) -> None:
+    """Refuse a local output folder that is a file or lies under a file, naming ``flag``; a missing one is fine (it is created).
+
+    Run before any work, so the mistake reads as one line instead of ``[Errno 17] File
+    exists`` from deep inside a stage. URLs (``gs://``, ``s3://``) have no such files.
+    """
+    text = os.fspath(path)
+    if "://" in text:
+        return
+    folder = Path(text)
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            if candidate.is_dir():
+                return
+            what = f"{flag} {text}" if candidate == folder else f"{flag} {text}: {candidate}"
+            raise NotAFolderError(f"{what} is a file, not a folder; give a folder (a missing one is created)")

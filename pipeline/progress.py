@@ -14,10 +14,11 @@ LOG = logging.getLogger("clirmatrix")
 
 
 class ProgressLog:
-    """Logs ``label: N records, X% of the file, R records/s`` every ``interval`` seconds."""
+    """Logs ``label: N records, X% of the file, R records/s`` every ``interval`` seconds (``unit`` names what is counted)."""
 
-    def __init__(self, label: str, total_bytes: int, position: Callable[[], int], interval: float = 10.0) -> None:
+    def __init__(self, label: str, total_bytes: int, position: Callable[[], int], interval: float = 10.0, unit: str = "records") -> None:
         self.label = label
+        self.unit = unit
         self.total_bytes = max(total_bytes, 1)
         self.position = position
         self.interval = interval
@@ -39,7 +40,7 @@ class ProgressLog:
         except (OSError, ValueError):
             done = float("nan")
         rate = self.records / max(now - self.started, 1e-9)
-        LOG.info("%s: %s records, %.0f%% of the file, %s records/s", self.label, f"{self.records:,}", 100 * done, f"{rate:,.0f}")
+        LOG.info("%s: %s %s, %.0f%% of the file, %s %s/s", self.label, f"{self.records:,}", self.unit, 100 * done, f"{rate:,.0f}", self.unit)
 
     def finish(self) -> float:
         """Seconds since the start; logs a last line."""

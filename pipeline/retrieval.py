@@ -71,7 +71,7 @@ class RetrievalSettings:
 
     def __post_init__(self) -> None:
         if self.shard_docs < 1 or self.block_size < 1:
-            raise ConfigError(f"shard_docs and block_size must be at least 1, got {self.shard_docs} and {self.block_size}")
+            raise ConfigError(f"--shard-docs and --block-size must be at least 1, got {self.shard_docs} and {self.block_size}")
 
     def fingerprint_parts(self) -> dict:
         """What changes the stage's files: not ``threads``, nor where the cluster is.

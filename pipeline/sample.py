@@ -16,7 +16,8 @@ languages and BM25 finds related articles. Written as:
 
 Some pages are in other namespaces, some documents repeat an id, some pages
 lack a Wikidata sitelink but carry ``wikibase_item``, and with ``broken=True``
-each dump has a few bad lines (below the default 0.1% limit at 2,000+ pages).
+each dump has one bad record (below the default 0.1% limit in a language of 1,000+ articles:
+``build_flags`` gives the flags a smaller sample builds with).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import orjson
 from clirmatrix.pipeline.config import DEFAULT_SEED
 
 DATE = "20240301"
+TRUTH = "sample-truth.json"  # what the generator decided, beside the dumps
 SCRIPTS = {
     "en": "latin", "de": "latin", "es": "latin", "fr": "latin", "ru": "cyrillic", "ar": "arabic", "zh": "han", "ja": "kana",
 }
@@ -344,9 +346,34 @@ def write_sample_dumps(out_dir: str | Path, docs_per_lang: int = 2000, langs: tu
     _write_gzip(out / "latest-all.json.gz", _wikidata_dump(world, broken))
     if broken:
         world.bad_records["wikidata"] = BROKEN_WIKIDATA_KIND
-    (out / "sample-truth.json").write_text(json.dumps(world.to_dict(), ensure_ascii=False, indent=1) + "\n")
+    truth = {**world.to_dict(), "settings": sample_settings(docs_per_lang, langs, seed, broken)}
+    (out / TRUTH).write_text(json.dumps(truth, ensure_ascii=False, indent=1) + "\n")
     return world
 
+
+def sample_settings(docs_per_lang: int, langs: tuple[str, ...], seed: int, broken: bool) -> dict:
+    """What a sample is made from, as ``sample-truth.json`` records it: the same settings write the same bytes."""
+    return {"docs_per_lang": docs_per_lang, "langs": list(langs), "seed": seed, "broken": broken}
+
+
+def written_settings(out_dir: str | Path) -> dict | None:
+    """The settings of the sample in ``out_dir`` (from its ``sample-truth.json``), or None when it holds none."""
+    try:
+        return json.loads((Path(out_dir) / TRUTH).read_text(encoding="utf-8")).get("settings")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def build_flags(world: SampleWorld, broken: bool = True) -> list[str]:
+    """The ``clirmatrix build`` flags these dumps need beyond the defaults: ``--min-docs`` at most the smallest language's
+    articles (the default 10,000 would drop every language), and with ``broken`` a ``--max-bad-fraction`` that its one bad
+    record per dump stays within (the default 0.1% needs 1,000 records; a language has at least its articles)."""
+    smallest = min(sum(lang in entity.langs for entity in world.entities) for lang in world.langs)
+    flags = ["--min-docs", str(next(n for n in (1000, 500, 200, 100, 50, 20, 10, 1) if n <= max(smallest, 1)))]
+    if broken and smallest < 1000:
+        fraction = next((f for f in (0.002, 0.005, 0.01, 0.02, 0.05, 0.1) if f * smallest >= 1), 1.0)
+        flags += ["--max-bad-fraction", f"{fraction:g}"]
+    return flags
 
 
 # --- one large language, for the scale benchmark -----------------------------------------------

@@ -266,8 +266,8 @@ def test_bad_config_names_the_file(tmp_path, text, message):
 
 @pytest.mark.parametrize(
     "setting, value, message",
-    [("b", 1.5, "b must be between 0 and 1"), ("k1", float("nan"), "k1 must be at least 0"), ("engine", "solr", "engine must be one of embedded, elasticsearch"),
-     ("threads", 0, "threads must be at least 1"), ("title_boost", 0.0, "title_boost must be above 0")],
+    [("b", 1.5, "--b must be between 0 and 1"), ("k1", float("nan"), "--k1 must be at least 0"), ("engine", "solr", "--engine must be one of embedded, elasticsearch"),
+     ("threads", 0, "--threads must be at least 1"), ("title_boost", 0.0, "--title-boost must be above 0")],
 )  # fmt: skip
 def test_each_setting_is_checked_once_where_it_is_declared(setting, value, message):
     with pytest.raises(ConfigError, match=message):

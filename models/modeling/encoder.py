@@ -8,6 +8,7 @@ the original directory.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
@@ -36,6 +37,24 @@ def check_model_dir(path: str | Path) -> Path:
     if not (path / "config.json").is_file():
         raise BackboneError(f"{path} has no config.json, so it is not a saved HuggingFace model; {hint}")
     return path
+
+
+# Models whose position ids start after the padding index (RoBERTa's scheme): pad_token_id + 1 positions are never inputs.
+_OFFSET_POSITIONS = frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert"})
+
+
+def position_limit(path: str | Path) -> int | None:
+    """The most tokens one input may have in the model saved at ``path`` (its config's ``max_position_embeddings``), or None when unknown."""
+    try:
+        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    limit = config.get("max_position_embeddings") if isinstance(config, dict) else None
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+        return None
+    if config.get("model_type") in _OFFSET_POSITIONS:
+        limit -= int(config.get("pad_token_id") or 0) + 1
+    return limit
 
 
 def load_tokenizer(path: str | Path):

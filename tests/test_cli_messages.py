@@ -1,0 +1,280 @@
+"""Flags and messages: a mistake in a flag is one line naming the flag, found before any work.
+
+Written from the user's side: the command, the line it prints, the exit code (2 for
+bad input), and that nothing was started or written. None of these runs a build.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from clirmatrix.cli import main
+from clirmatrix.pipeline import layout
+from clirmatrix.pipeline.config import ConfigError, resolve
+from clirmatrix.pipeline.languages import BI139_LANGUAGES, MULTI8_LANGUAGES, WIKIPEDIA_LANGUAGES, UnknownLanguageError, check_langs
+
+
+def run(capsys, *args: str) -> tuple[int, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def one_error(output: str) -> str:
+    """The ``error: ...`` message, checked to be one line with no traceback."""
+    assert "Traceback" not in output, output
+    lines = [line for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert len(errors) == 1, output
+    return errors[0].removeprefix("error: ")
+
+
+@pytest.fixture
+def dumps(tmp_path):
+    folder = tmp_path / "dumps"
+    folder.mkdir()
+    return folder
+
+
+# ------------------------------------------------------------------- the shared language check
+
+
+def test_check_langs_suggests_by_case_and_spelling():
+    assert check_langs("en, de,en", WIKIPEDIA_LANGUAGES, "--langs") == ["en", "de"]  # order kept, once each
+    with pytest.raises(UnknownLanguageError) as error:
+        check_langs("EN", WIKIPEDIA_LANGUAGES, "--langs")
+    assert str(error.value) == "--langs EN: not a Wikipedia language code; did you mean en?"
+    with pytest.raises(UnknownLanguageError, match=r"^--src zh_min_nan: not a Wikipedia language code; did you mean zh-min-nan\?$"):
+        check_langs(["zh_min_nan"], WIKIPEDIA_LANGUAGES, "--src")
+    with pytest.raises(UnknownLanguageError, match=r"^--tgt dewiki: not a BI-139 language; did you mean de\?$"):
+        check_langs("dewiki", BI139_LANGUAGES, "--tgt", "BI-139 language")
+    with pytest.raises(UnknownLanguageError) as error:
+        check_langs("Fr,qqqq,en", MULTI8_LANGUAGES, "--langs", "MULTI-8 language")
+    assert str(error.value) == "--langs: not a MULTI-8 language: Fr (did you mean fr?), qqqq (MULTI-8 languages: ar, de, en, es, fr, ja, ru, zh)"
+
+
+# ------------------------------------------------------------------- build and extract
+
+
+def test_workers_zero_is_refused_not_silently_auto(capsys, dumps, tmp_path):
+    for command in ("build", "extract"):
+        code, output = run(capsys, command, "--dumps", str(dumps), "--out", str(tmp_path / "out"), "--workers", "0")
+        assert code == 2
+        assert one_error(output) == "--workers 0 is not a setting: give 1 or more, or leave --workers out for one per unit of work, up to the cores"
+    assert not (tmp_path / "out").exists()
+    toml = tmp_path / "build.toml"
+    toml.write_text(f'dumps = "{dumps}"\nout = "{tmp_path / "out"}"\nworkers = 0\n')
+    code, output = run(capsys, "build", "--config", str(toml))
+    assert code == 2 and one_error(output).endswith(f"(workers in {toml})")
+    assert resolve(None, {"dumps": "d", "out": "o"}).workers == 0  # left out: one per unit of work
+    assert resolve(None, {"dumps": "d", "out": "o", "workers": 2}).workers == 2
+    code, output = run(capsys, "build", "--help")
+    assert "1 or more [default: one per unit of work, up to the cores]" in " ".join(output.split())
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [("--min-docs", "-1", "--min-docs must be at least 0, got -1"),
+     ("--max-bad-fraction", "2", "--max-bad-fraction must be between 0 and 1, got 2.0"),
+     ("--title-boost", "0", "--title-boost must be above 0, got 0.0"),
+     ("--block-size", "0", "--block-size must be at least 1, got 0")],
+)  # fmt: skip
+def test_errors_name_the_flag_not_the_setting(capsys, dumps, tmp_path, flag, value, message):
+    code, output = run(capsys, "build", "--dumps", str(dumps), "--out", str(tmp_path / "out"), flag, value)
+    assert code == 2 and one_error(output) == message
+
+
+def test_a_config_file_value_names_the_flag_and_the_key(tmp_path):
+    toml = tmp_path / "build.toml"
+    toml.write_text('dumps = "d"\nout = "o"\nmin_docs = -5\n')
+    with pytest.raises(ConfigError) as error:
+        resolve(str(toml), {})
+    assert str(error.value) == f"--min-docs must be at least 0, got -5 (min_docs in {toml})"
+    with pytest.raises(ConfigError, match=r"^--min-docs must be at least 0, got -1$"):  # the flag wins, and is the one named
+        resolve(str(toml), {"min_docs": -1})
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [(["--langs", "EN"], "--langs EN: not a Wikipedia language code; did you mean en?"),
+     (["--langs", "en,De"], "--langs De: not a Wikipedia language code; did you mean de?"),
+     (["--langs", "zh_min_nan"], "--langs zh_min_nan: not a Wikipedia language code; did you mean zh-min-nan?"),
+     (["--multi-langs", "en,EN"], "--multi-langs EN: not a Wikipedia language code; did you mean en? (a code Wikimedia's list lacks is accepted when --langs names it too)"),
+     (["--multi-langs", "en"], "--multi-langs names one language (en); MULTI-8 needs 2 or more, or none to build no MULTI-8")],
+)  # fmt: skip
+def test_every_language_list_is_checked_with_a_suggestion(capsys, dumps, tmp_path, args, message):
+    code, output = run(capsys, "build", "--dumps", str(dumps), "--out", str(tmp_path / "out"), *args)
+    assert code == 2 and one_error(output) == message
+    assert not (tmp_path / "out").exists()
+
+
+def test_multi_langs_refuses_an_unknown_code(capsys, dumps, tmp_path):
+    code, output = run(capsys, "build", "--dumps", str(dumps), "--out", str(tmp_path / "out"), "--multi-langs", "en,xx")
+    assert code == 2 and one_error(output).startswith("--multi-langs xx: not a Wikipedia language code")
+    # A code the list lacks (a new wiki) is taken when --langs names it too: the dump search judges it then.
+    assert resolve(None, {"dumps": "d", "out": "o", "langs": "en,xx", "multi_langs": "en,xx"}).multi_langs == ("en", "xx")
+    code, output = run(capsys, "extract", "--dumps", str(dumps), "--out", str(tmp_path / "out"), "--langs", "DE")
+    assert code == 2 and one_error(output) == "--langs DE: not a Wikipedia language code; did you mean de?"
+
+
+@pytest.mark.parametrize("command", ["build", "extract"])
+def test_an_out_that_is_a_file_is_one_line_before_any_work(capsys, dumps, tmp_path, command):
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    code, output = run(capsys, command, "--dumps", str(dumps), "--out", str(taken))
+    assert code == 2 and one_error(output) == f"--out {taken} is a file, not a folder; give a folder (a missing one is created)"
+    assert "Errno" not in output and taken.read_text() == "not a folder"
+    code, output = run(capsys, command, "--dumps", str(dumps), "--out", str(taken / "out"))
+    assert code == 2 and one_error(output) == f"--out {taken / 'out'}: {taken} is a file, not a folder; give a folder (a missing one is created)"
+    if command == "build":
+        code, output = run(capsys, "build", "--dumps", str(dumps), "--out", str(tmp_path / "out"), "--work", str(taken))
+        assert code == 2 and one_error(output).startswith(f"--work {taken} is a file")
+        assert not (tmp_path / "out" / layout.IN_PROGRESS).exists()
+
+
+def test_compose_langs_are_checked(capsys):
+    code, output = run(capsys, "compose", "--langs", "en,JA")
+    assert code == 2 and one_error(output) == "--langs JA: not a Wikipedia language code; did you mean ja?"
+
+
+# ------------------------------------------------------------------- sample
+
+
+def test_sample_refuses_a_folder_in_use_without_force(capsys, tmp_path):
+    folder = tmp_path / "dumps"
+    folder.mkdir()
+    (folder / "mine.txt").write_text("keep me")
+    code, output = run(capsys, "sample", str(folder), "--docs-per-lang", "50", "--langs", "en")
+    assert code == 2
+    assert one_error(output) == f"OUT_DIR {folder} is not empty; pass --force to write the sample into it anyway, or give a new folder"
+    assert sorted(p.name for p in folder.iterdir()) == ["mine.txt"]
+    code, output = run(capsys, "sample", str(folder), "--docs-per-lang", "50", "--langs", "en", "--force")
+    assert code == 0 and (folder / "latest-all.json.gz").is_file() and (folder / "mine.txt").read_text() == "keep me"
+    written = {path: path.stat().st_mtime_ns for path in folder.rglob("*")}
+    # The same command again (the README's line, rerun): the folder holds this very sample, so nothing is written.
+    code, output = run(capsys, "sample", str(folder), "--docs-per-lang", "50", "--langs", "en", "--broken")
+    assert code == 0 and "already holds this sample (same settings); nothing written" in output and "build them with:" in output
+    assert {path: path.stat().st_mtime_ns for path in folder.rglob("*")} == written
+    code, output = run(capsys, "sample", str(folder), "--docs-per-lang", "50", "--langs", "en", "--seed", "4")  # another sample: refused
+    assert code == 2 and one_error(output).startswith(f"OUT_DIR {folder} is not empty; pass --force")
+    code, output = run(capsys, "sample", str(folder), "--docs-per-lang", "50", "--langs", "EN", "--force")
+    assert code == 2 and one_error(output) == "--langs EN: not a sample language; did you mean en? (sample languages: ar, de, en, es, fr, ja, ru, zh)"
+
+
+def test_sample_says_how_a_small_sample_builds(capsys, tmp_path):
+    from click.testing import CliRunner
+
+    from clirmatrix.cli import cli
+    from clirmatrix.pipeline.sample import build_flags, make_world
+
+    text = " ".join(CliRunner().invoke(cli, ["sample", "--help"], terminal_width=400).output.split())
+    assert "--force" in text and "--max-bad-fraction 0.001" in text and "fewer than 1,000 articles" in text and "--clean" in text
+    code, output = run(capsys, "sample", str(tmp_path / "small"), "--docs-per-lang", "60", "--langs", "en,de")
+    truth = json.loads((tmp_path / "small" / "sample-truth.json").read_text())
+    smallest = min(sum(lang in langs for langs in truth["entities"].values()) for lang in ("en", "de"))
+    line = next(line for line in output.splitlines() if line.startswith("build them with:"))
+    flags = line.split("--out OUT ")[1].split()
+    assert flags[:2] == ["--min-docs", "50"] and flags[2] == "--max-bad-fraction" and float(flags[3]) * smallest >= 1
+    code, output = run(capsys, "sample", str(tmp_path / "clean"), "--docs-per-lang", "60", "--langs", "en", "--clean")
+    assert "--max-bad-fraction" not in output  # no bad record, nothing to allow
+    # The default sample (2,000 per language) builds with the README's --min-docs 1000 and the default fraction.
+    assert build_flags(make_world(2000)) == ["--min-docs", "1000"]
+
+
+def test_records_are_entity_lines_in_the_wikidata_messages(tmp_path):
+    """One word per thing: the Wikidata bad-input message counts entity lines, the progress line sitelinks."""
+    from clirmatrix.beam_jobs.extract_sitelinks import run_extract_sitelinks
+    from clirmatrix.pipeline.badinput import TooManyBadRecords
+    from clirmatrix.pipeline.sample import write_sample_dumps
+
+    write_sample_dumps(tmp_path / "dumps", docs_per_lang=50, langs=("en",), broken=True)
+    with pytest.raises(TooManyBadRecords, match=r"latest-all\.json\.gz: 1 of \d+ entity lines \("):
+        run_extract_sitelinks([str(tmp_path / "dumps" / "latest-all.json.gz")], ["en"], str(tmp_path / "sitelinks"), 0.001, workers=1)
+
+
+# ------------------------------------------------------------------- train, evaluate, reproduce
+
+
+@pytest.fixture(scope="module")
+def short_model(tmp_path_factory):
+    """(release, model dir): a toy en/de release and a tiny BERT of 32 positions, fewer than its query-document pairs
+    (up to 44 pieces) and than every default --max-len: without the check, training died of a RuntimeError."""
+    pytest.importorskip("torch", reason="the trainer needs the train extra")
+    pytest.importorskip("transformers", reason="the trainer needs the train extra")
+    pytest.importorskip("ir_measures", reason="the trainer needs the train extra")
+    from clirmatrix.models.toy import build_tiny_backbone, write_toy_release
+    from clirmatrix.pipeline.jsonl import iter_docs
+
+    root = tmp_path_factory.mktemp("short")
+    release = write_toy_release(root / "release", langs=("en", "de"), entities=120, splits={"train": 60, "dev": 20, "test1": 20})
+    texts = [text for lang in release.langs for _, text in iter_docs(root / "release" / "DOCS" / f"{lang}.tsv.gz")]
+    return root / "release", build_tiny_backbone(root / "model", texts, max_positions=32)
+
+
+QUICK = ["--epochs", "1", "--steps-per-epoch", "2", "--batch-size", "4", "--dev-queries", "2", "--eval-batch-size", "64", "--device", "cpu"]
+
+
+def test_an_explicit_max_len_beyond_the_model_is_one_line(capsys, short_model, tmp_path):
+    release, model = short_model
+    code, output = run(capsys, "train", "--data", str(release), "--init", str(model), "--out", str(tmp_path / "run"), *QUICK, "--max-len", "512")
+    assert code == 2
+    assert one_error(output) == f"--max-len 512 is longer than the 32 positions of the model in {model} (max_position_embeddings); give --max-len 32 or less"
+    assert not (tmp_path / "run").exists(), "nothing is written before the check"
+    quick = [flag if flag != "--steps-per-epoch" else "--steps" for flag in QUICK]
+    code, output = run(capsys, "reproduce", "bi139", "--data", str(release), "--init", str(model), "--runs", str(tmp_path / "runs"), "--tgt", "de", *quick, "--max-len", "100")
+    assert code == 2 and one_error(output).startswith("--max-len 100 is longer than the 32 positions")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_default_max_len_is_cut_to_the_model_with_a_note(capsys, short_model, tmp_path):
+    release, model = short_model
+    args = ("train", "--data", str(release), "--init", str(model), "--out", str(tmp_path / "run"), *QUICK)
+    code, output = run(capsys, *args)
+    assert code == 0, output
+    assert f"note: --max-len 32, not the cross-encoder default 512: the model in {model} has 32 positions" in " ".join(output.split())
+    assert json.loads((tmp_path / "run" / "args.json").read_text())["max_len"] == 32  # what the run really used
+    code, output = run(capsys, *args)  # the same command again finds the same run, not "other settings"
+    assert code == 0 and "other settings" not in output
+
+
+def test_reproduce_cuts_the_default_max_len_for_every_run_and_reuses_them(capsys, short_model, tmp_path):
+    release, model = short_model
+    quick = [flag if flag != "--steps-per-epoch" else "--steps" for flag in QUICK]
+    args = ("reproduce", "bi139", "--data", str(release), "--init", str(model), "--runs", str(tmp_path / "runs"), "--tgt", "de", "--limit", "3", *quick)
+    code, output = run(capsys, *args)
+    assert code == 0, output
+    assert "note: --max-len 32, not the cross-encoder default 512" in " ".join(output.split())
+    assert json.loads((tmp_path / "runs" / "bi139-en-de" / "args.json").read_text())["max_len"] == 32
+    code, output = run(capsys, *args)  # a rerun compares settings with the cut length: the run is reused
+    assert code == 0 and "other settings" not in output
+    assert re.search(r"runs reused \(finished\)\W+1\b", output) and re.search(r"runs trained\W+0\b", output)
+
+
+@pytest.mark.parametrize(
+    "command, message",
+    [(["train", "--src", "EN"], "--src EN: not a Wikipedia language code; did you mean en?"),
+     (["train", "--src", "en", "--tgt", "de,Xx"], "--tgt Xx: not a Wikipedia language code"),
+     (["reproduce", "bi139", "--src", "EN"], "--src EN: not a BI-139 language; did you mean en?"),
+     (["reproduce", "multi8", "--langs", "en,DE"], "--langs DE: not a MULTI-8 language; did you mean de? (MULTI-8 languages: ar, de, en, es, fr, ja, ru, zh)")],
+)  # fmt: skip
+def test_training_language_flags_are_checked(capsys, short_model, tmp_path, command, message):
+    release, model = short_model
+    where = ["--runs", str(tmp_path / "runs")] if command[0] == "reproduce" else ["--out", str(tmp_path / "run")]
+    code, output = run(capsys, *command, "--data", str(release), "--init", str(model), *where)
+    assert code == 2 and one_error(output).startswith(message)
+    assert not (tmp_path / "run").exists() and not (tmp_path / "runs").exists()
+
+
+def test_evaluate_language_flags_and_train_out_are_checked(capsys, short_model, tmp_path):
+    release, model = short_model
+    code, output = run(capsys, "evaluate", "--run", str(tmp_path), "--data", str(release), "--src", "En")
+    assert code == 2 and one_error(output) == "--src En: not a Wikipedia language code; did you mean en?"
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    code, output = run(capsys, "train", "--data", str(release), "--init", str(model), "--out", str(taken))
+    assert code == 2 and one_error(output) == f"--out {taken} is a file, not a folder; give a folder (a missing one is created)"
+    code, output = run(capsys, "train", "--data", str(tmp_path / "nowhere"), "--init", str(model), "--out", str(tmp_path / "run"))
+    assert code == 2 and one_error(output).startswith(f"--data {tmp_path / 'nowhere'} is not a folder")
