@@ -21,6 +21,10 @@ Wikidata reader) and judged by the jobs' own check (``check_bad_fraction``) with
 - ``crashed``: any other exception (a traceback in the CLI).
 
 Usage: python bench/fuzz_bench.py [--cases 400] [--seed 1] [--docs-per-lang 300] [--out bench/out/fuzz]
+
+``--consumer`` fuzzes the other side instead, the commands run on a release
+(``download``, ``validate``, ``irds``; ``fuzz_consumer.py`` says how), on ``--release DIR``
+or on a build of a small sample made first.
 """
 
 from __future__ import annotations
@@ -191,8 +195,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--docs-per-lang", type=int, default=300)
     parser.add_argument("--out", default="bench/out/fuzz")
+    parser.add_argument("--consumer", action="store_true", help="fuzz download, validate and irds instead of the dump readers")
+    parser.add_argument("--release", default=None, help="with --consumer: a build or download to damage [default: build a small sample]")
     args = parser.parse_args()
     out = Path(args.out)
+    if args.consumer:
+        run_consumer(args, out)
+        return
     inputs = prepare_inputs(out, args.docs_per_lang)
     outcomes = run_cases(inputs, args.cases, args.seed, out / "damaged")
     by_kind: dict[tuple[str, str], Counter] = {}
@@ -206,6 +215,29 @@ def main() -> None:
     for outcome in outcomes:
         if outcome.verdict in ("lost", "crashed"):
             print(f"{outcome.verdict}: {outcome.input} {outcome.damage}: {outcome.detail}")
+
+
+def run_consumer(args: argparse.Namespace, out: Path) -> None:
+    """The consumer side: damaged served files and trees (fuzz_consumer.py), on a given release or a fresh small build."""
+    import os
+    import tempfile
+
+    from fuzz_consumer import print_tally, run_consumer_cases
+
+    from clirmatrix.beam_jobs.build import run_build
+    from clirmatrix.pipeline.config import BuildConfig
+
+    release = Path(args.release) if args.release else out / "release"
+    if not args.release and not (release / "downloads.json.gz").exists():
+        dumps = out / "release-dumps"
+        shutil.rmtree(dumps, ignore_errors=True)
+        write_sample_dumps(dumps, args.docs_per_lang, ("en", "de", "fr"), 13, broken=False)
+        run_build(BuildConfig(dumps=str(dumps), out=str(release), min_docs=50, train_size=40, eval_size=10, workers=1))
+    os.environ.setdefault("CLIRMATRIX_HOME", tempfile.mkdtemp(prefix="clirmatrix-home-"))
+    os.environ.setdefault("IR_DATASETS_HOME", tempfile.mkdtemp(prefix="irds-home-"))
+    work = out / "consumer"
+    shutil.rmtree(work, ignore_errors=True)
+    print_tally(run_consumer_cases(release, args.cases, args.seed, work))
 
 
 if __name__ == "__main__":

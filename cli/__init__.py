@@ -21,6 +21,7 @@ from rich.table import Table
 from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_SEED, DEFAULT_TRAIN_SIZE
 from clirmatrix.pipeline.download import OFFICIAL_BASE_URL
 from clirmatrix.pipeline.engines.base import Bm25Settings
+from clirmatrix.pipeline.errors import InvalidInputError
 
 # Piped or logged, rich would wrap every table to 80 columns; wide enough for our tables instead.
 console = Console(stderr=True, width=None if sys.stderr.isatty() or "COLUMNS" in os.environ else 160)
@@ -38,6 +39,10 @@ def _setup_logging(verbose: bool) -> None:
     LOG.setLevel(logging.DEBUG if verbose else logging.INFO)
     # Beam's own INFO lines (worker start-up, channels) drown the progress.
     logging.getLogger("apache_beam").setLevel(logging.INFO if verbose else logging.ERROR)
+
+
+class SampleFolderError(InvalidInputError):
+    """``clirmatrix sample`` would write into a folder that holds other files."""
 
 
 def _langs(value: str | None) -> list[str] | None:
@@ -88,18 +93,37 @@ def cli(verbose: bool) -> None:
 @click.option("--langs", default=",".join(DEFAULT_SAMPLE_LANGS), show_default=True, help="Languages to generate.")
 @click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
 @click.option("--clean/--broken", default=False, show_default=True, help="--broken (default) puts one bad record in each dump, as real dumps have.")
-def sample(out_dir: str, docs_per_lang: int, langs: str, seed: int, clean: bool) -> None:
-    """Write small, realistic sample dumps (CirrusSearch, XML, Wikidata) into OUT_DIR."""
-    from clirmatrix.pipeline.sample import SCRIPTS, write_sample_dumps
+@click.option("--force", is_flag=True, help="Write into OUT_DIR even when it is not empty (files of the same names are replaced, others stay).")
+def sample(out_dir: str, docs_per_lang: int, langs: str, seed: int, clean: bool, force: bool) -> None:
+    """Write small, realistic sample dumps (CirrusSearch, XML, Wikidata) into OUT_DIR.
 
-    chosen = tuple(_langs(langs) or ())
-    unknown = [lang for lang in chosen if lang not in SCRIPTS]
-    if unknown:
-        raise click.BadParameter(f"no sample vocabulary for {', '.join(unknown)}; choose from {', '.join(SCRIPTS)}", param_hint="--langs")
-    with console.status(f"writing sample dumps for {len(chosen)} languages"):
-        world = write_sample_dumps(out_dir, docs_per_lang, chosen, seed, broken=not clean)
-    articles = sum(len(entity.langs) for entity in world.entities)
-    console.print(f"[green]wrote[/] {out_dir}: {len(world.entities):,} entities, {articles:,} articles in {', '.join(chosen)}")
+    OUT_DIR must be new, empty or hold this very sample (a rerun writes nothing),
+    or give --force. The last line is the build
+    command for these dumps: a default build drops every language of fewer than
+    --min-docs 10000 documents, and fails a language whose bad records are over
+    --max-bad-fraction 0.001; a --broken dump's one bad record is over that in a
+    language of fewer than 1,000 articles (--docs-per-lang below about 1200), so
+    such a sample builds with --clean or with the --max-bad-fraction printed.
+    """
+    from clirmatrix.pipeline.languages import check_langs
+    from clirmatrix.pipeline.localio import check_folder_path
+    from clirmatrix.pipeline.sample import SCRIPTS, build_flags, make_world, sample_settings, write_sample_dumps, written_settings
+
+    chosen = tuple(check_langs(langs, SCRIPTS, "--langs", "sample language"))
+    if not chosen:
+        raise click.BadParameter("name at least one language", param_hint="--langs")
+    check_folder_path(out_dir, "OUT_DIR")
+    if os.path.isdir(out_dir) and any(os.scandir(out_dir)) and not force:
+        if written_settings(out_dir) != sample_settings(docs_per_lang, chosen, seed, not clean):
+            raise SampleFolderError(f"OUT_DIR {out_dir} is not empty; pass --force to write the sample into it anyway, or give a new folder")
+        world = make_world(docs_per_lang, chosen, seed)  # a rerun of the same command: those bytes are there already
+        console.print(f"{out_dir} already holds this sample (same settings); nothing written (--force writes it again)", highlight=False)
+    else:
+        with console.status(f"writing sample dumps for {len(chosen)} languages"):
+            world = write_sample_dumps(out_dir, docs_per_lang, chosen, seed, broken=not clean)
+        articles = sum(len(entity.langs) for entity in world.entities)
+        console.print(f"[green]wrote[/] {out_dir}: {len(world.entities):,} entities, {articles:,} articles in {', '.join(chosen)}")
+    console.print(f"build them with: clirmatrix build --dumps {out_dir} --out OUT {' '.join(build_flags(world, broken=not clean))}", highlight=False, soft_wrap=True)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
@@ -272,9 +296,9 @@ def validate(root: str, train_size: int, eval_size: int) -> None:
 def compose(langs: str | None, heap: str, base_port: int, output: str | None) -> None:
     """Write a docker compose file: one single-node Elasticsearch per language."""
     from clirmatrix.pipeline.compose import compose_yaml
-    from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
+    from clirmatrix.pipeline.languages import MULTI8_LANGUAGES, WIKIPEDIA_LANGUAGES, check_langs
 
-    text = compose_yaml(tuple(_langs(langs) or MULTI8_LANGUAGES), heap=heap, base_port=base_port)
+    text = compose_yaml(tuple(check_langs(langs or "", WIKIPEDIA_LANGUAGES, "--langs") or MULTI8_LANGUAGES), heap=heap, base_port=base_port)
     if output is None:
         click.echo(text, nl=False)
         return
@@ -323,32 +347,31 @@ def engines_compare(lang: str, corpus: str, queries: str, es_url: str | None, k:
 @click.option("--tgt", default="all", show_default=True, help="Document languages (comma-separated, or all); for docs sets, the languages.")
 @click.option("--split", "splits", default="train,dev,test1,test2", show_default=True, help="Splits to fetch.")
 @click.option("--to", "to_dir", default="clirmatrix-data", show_default=True, type=click.Path(file_okay=False), help="Folder to write into (the release layout).")
-@click.option("--base-url", default=OFFICIAL_BASE_URL, show_default=True, help="Server, mirror, local folder or file:// URL (e.g. a clirmatrix build).")
+@click.option("--base-url", default=None, help=f"Server, mirror, folder or file:// URL (e.g. a build); wins over URLs an index names [default: the folder of --index, else {OFFICIAL_BASE_URL}].")
 @click.option("--index", default=None, help="downloads.json.gz to resolve files with (URL or file) [default: BASE_URL/downloads.json.gz].")
+@click.option("--no-index", is_flag=True, help="Go without an index: fetch by the release's file names and verify each file by reading it whole (no md5 to check).")
 @click.option("--jobs", type=click.IntRange(min=1), default=4, show_default=True, help="Parallel downloads.")
 @click.option("--dry-run", is_flag=True, help="List the files and their total size; fetch nothing.")
-def download(dataset: str, src: str, tgt: str, splits: str, to_dir: str, base_url: str, index: str | None, jobs: int, dry_run: bool) -> None:
+def download(dataset: str, src: str, tgt: str, splits: str, to_dir: str, base_url: str | None, index: str | None, no_index: bool, jobs: int, dry_run: bool) -> None:
     """Fetch released CLIRMatrix files, verified by size and md5; a rerun skips what is done."""
     import threading
 
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-    from clirmatrix.pipeline.download import download as fetch_all
-    from clirmatrix.pipeline.download import expand_langs, indexed_langs, load_index, plan
+    from clirmatrix.pipeline.download import prepare_download, run_download
 
-    split_list = _langs(splits) or []
-    unknown = sorted(set(split_list) - set(("train", "dev", "test1", "test2")))
-    if unknown:
-        raise click.BadParameter(f"unknown split(s) {', '.join(unknown)}", param_hint="--split")
-    listing = load_index(index, base_url)
-    sources, targets = (expand_langs(value, dataset, indexed_langs(listing, dataset, side)) for value, side in ((src, "src"), (tgt, "tgt")))
-    files = plan(dataset, sources, targets, split_list, listing, base_url)
+    planned = prepare_download(dataset, src, tgt, _langs(splits) or [], base_url, index, no_index)
+    for note in planned.notes:
+        console.print(f"[yellow]note[/] {note}", highlight=False, soft_wrap=True)
+    planned.notes.clear()
+    files = planned.files
     known = sum(f.size or 0 for f in files)
     unsized = sum(1 for f in files if f.size is None)
     if dry_run:
         for wanted in files:
             click.echo(f"{wanted.path}\t{wanted.size if wanted.size is not None else '?'}\t{wanted.url}")
         console.print(f"{len(files):,} files, {known / 1e6:,.1f} MB" + (f" (+{unsized:,} of unknown size)" if unsized else ""))
+        _print_absent(planned.absent)
         return
     lock = threading.Lock()
     columns = ("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
@@ -359,19 +382,32 @@ def download(dataset: str, src: str, tgt: str, splits: str, to_dir: str, base_ur
             with lock:
                 bar.advance(task, count)
 
-        report = fetch_all(files, to_dir, jobs=jobs, progress=advance)
+        report = run_download(planned, to_dir, jobs=jobs, progress=advance)
     table = Table(title=f"download into {to_dir}", title_justify="left")
     table.add_column("outcome")
     table.add_column("files", justify="right")
-    for name, items in (("fetched", report.fetched), ("skipped (already verified)", report.skipped), ("failed", report.failed)):
-        table.add_row(name, f"{len(items):,}")
+    rows = (("fetched (size and md5 verified)", report.fetched), ("fetched (no md5: read whole, well-formed)", report.checked),
+            ("skipped (already verified)", report.skipped), ("failed", report.failed), ("not in the index", planned.absent))
+    for name, items in rows:
+        if items or name in ("fetched (size and md5 verified)", "skipped (already verified)", "failed"):
+            table.add_row(name, f"{len(items):,}")
     console.print(table)
+    for note in planned.notes:
+        console.print(f"[yellow]note[/] {note}", highlight=False, soft_wrap=True)
     for path, reason in report.failed[:20]:
         console.print(f"[red]failed[/] {path}: {reason}", highlight=False, soft_wrap=True)
     if len(report.failed) > 20:
         console.print(f"[red]... and {len(report.failed) - 20:,} more failed[/]")
-    if report.failed:
+    _print_absent(planned.absent)
+    if report.failed or planned.absent:
         click.get_current_context().exit(1)
+
+
+def _print_absent(absent: list[str]) -> None:
+    """Files asked for that the index does not list: not part of that release, so never guessed at."""
+    if absent:
+        shown = ", ".join(absent[:5]) + (f" and {len(absent) - 5:,} more" if len(absent) > 5 else "")
+        console.print(f"[red]not in the index[/] ({len(absent):,} files, not part of this release): {shown}", highlight=False, soft_wrap=True)
 
 
 @cli.command()
@@ -397,6 +433,12 @@ def irds_command(root: str, prefix: str) -> None:
     ids = irds.registered_ids(root, prefix)
     for dataset_id in ids:
         click.echo(dataset_id)
+    lacking = irds.without_docs(root, prefix)
+    for missing in sorted(set(lacking.values())):
+        lang = missing.split("/")[-1].split(".")[0]
+        count = sum(1 for path in lacking.values() if path == missing)
+        note = f"{count:,} ids judge documents in {lang} but {missing} is not there: queries and qrels only (clirmatrix download docs --tgt {lang})"
+        console.print(f"[yellow]note[/] {note}", highlight=False, soft_wrap=True)
     example = next((i for i in ids if "/bi139-base/" in i), ids[0] if ids else f"{prefix}/de")
     console.print(
         f"{len(ids):,} ids. In Python:\n    import ir_datasets\n    from clirmatrix.pipeline import irds\n"

@@ -30,9 +30,10 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from clirmatrix.pipeline.errors import InvalidInputError, MissingInputError
-from clirmatrix.pipeline.jsonl import iter_lines, iter_queries, walk_release
+from clirmatrix.pipeline.errors import InputError, InvalidInputError, MissingInputError
+from clirmatrix.pipeline.jsonl import MalformedRecordError, iter_lines, iter_queries, walk_release
 from clirmatrix.pipeline.layout import MANIFEST, QUERY_SETS, ReleasedFile, docs_file, refuse_incomplete
+from clirmatrix.pipeline.localio import STREAM_ERRORS
 
 try:
     import ir_datasets
@@ -63,6 +64,16 @@ def registered_ids(root: str | os.PathLike, prefix: str = DEFAULT_PREFIX) -> lis
     return sorted([f"{prefix}/{lang}" for lang in doc_langs] + [_query_id(prefix, item) for item in query_files])
 
 
+def without_docs(root: str | os.PathLike, prefix: str = DEFAULT_PREFIX) -> dict[str, str]:
+    """The query ids whose document language has no ``DOCS`` file under ``root``: id -> the missing file.
+
+    They are registered with queries and qrels only (``has_docs()`` is False), as a
+    download of query files without their documents has them.
+    """
+    doc_langs, query_files = _released(Path(root))
+    return {_query_id(prefix, item): docs_file("docs", item.tgt) for item in query_files if item.tgt not in doc_langs}
+
+
 def register(root: str | os.PathLike, prefix: str = DEFAULT_PREFIX) -> list[str]:
     """Register every set under ``root`` with ir_datasets; returns the ids, sorted.
 
@@ -79,9 +90,12 @@ def register(root: str | os.PathLike, prefix: str = DEFAULT_PREFIX) -> list[str]
     datasets = {f"{prefix}/{lang}": Dataset(docs) for lang, docs in corpora.items()}
     for item in query_files:
         source = GzipExtract(LocalDownload(folder / item.path, mkdir=False))
-        queries = _Queries(source, item.src, prefix, partial(counts, item.path, "records"))
-        qrels = _Qrels(source, QRELS_DEFS, partial(counts, item.path, "qrels"))
-        datasets[_query_id(prefix, item)] = Dataset(corpora[item.tgt], queries, qrels)
+        queries = _Queries(source, item.src, prefix, partial(counts, item.path, "records"), folder / item.path)
+        qrels = _Qrels(source, QRELS_DEFS, partial(counts, item.path, "qrels"), folder / item.path)
+        if item.tgt in corpora:
+            datasets[_query_id(prefix, item)] = Dataset(corpora[item.tgt], queries, qrels)
+        else:
+            datasets[_query_id(prefix, item)] = Dataset(_MissingDocs(folder / docs_file("docs", item.tgt), item.tgt), queries, qrels)
 
     known = set(ir_datasets.registry)
     taken = [name for name in datasets if _owners.get(name) != folder and name in known]
@@ -109,13 +123,33 @@ def _query_id(prefix: str, item: ReleasedFile) -> str:
 
 
 def _released(root: Path) -> tuple[list[str], list[ReleasedFile]]:
-    """(document languages, query files) under root: a language counts if it has DOCS or is judged in a query file."""
+    """(languages with a DOCS file, query files) under root."""
     items = [item for _, item in walk_release(root) if item is not None]
     query_files = [item for item in items if item.dataset in QUERY_SETS]
-    doc_langs = {item.src for item in items if item.dataset == "docs"} | {item.tgt for item in query_files}
-    if not doc_langs:
+    doc_langs = {item.src for item in items if item.dataset == "docs"}
+    if not doc_langs and not query_files:
         raise MissingInputError(f"{root}: no CLIRMatrix files there (expected a clirmatrix build or download folder)")
     return sorted(doc_langs), query_files
+
+
+class DocsNotDownloadedError(InputError, AttributeError):
+    """A query id's documents asked for when its ``DOCS`` file is not there."""
+
+
+class _MissingDocs:
+    """Stands in for the corpus of a query id whose ``DOCS`` file is missing.
+
+    It has no ``docs_handler``, so ir_datasets' ``has_docs()`` says False; any
+    ``docs_*`` call raises an error naming the file and how to fetch it.
+    """
+
+    def __init__(self, missing: Path, lang: str) -> None:
+        self._message = f"{missing} is not there, so this id has queries and qrels only; fetch it with: clirmatrix download docs --tgt {lang}"
+
+    def _refuse(self, *args, **kwargs):
+        raise DocsNotDownloadedError(self._message)
+
+    docs_iter = docs_count = docs_store = docs_cls = docs_namespace = docs_lang = _refuse
 
 
 class _Counts:
@@ -167,6 +201,44 @@ def _stamp(path: Path) -> tuple[int, int]:
     return stat.st_size, stat.st_mtime_ns
 
 
+# What ir_datasets' own parsers raise on a damaged file: a cut or garbled gzip stream,
+# a line that is not JSON or not UTF-8, a record without its keys or with a bad pair.
+_PARSER_ERRORS = (*STREAM_ERRORS, ValueError, UnicodeDecodeError, KeyError, TypeError, IndexError)
+
+
+class _Guarded:
+    """An ir_datasets iterator whose parser errors become one ``MalformedRecordError`` naming the file and record.
+
+    ir_datasets' readers raise whatever their parser met (``EOFError``, ``JSONDecodeError``,
+    ``KeyError``); a user should read which file is damaged and what to run, not a
+    traceback. Slicing (``docs_iter()[10:20]``) is kept.
+    """
+
+    def __init__(self, inner, path: Path, start: int = 0) -> None:
+        self._inner = inner
+        self._path = path
+        self._records = start
+
+    def __iter__(self) -> _Guarded:
+        return self
+
+    def __next__(self):
+        try:
+            item = next(self._inner)
+        except InputError:  # ours already names the file
+            raise
+        except _PARSER_ERRORS as error:
+            raise MalformedRecordError(
+                str(self._path), 0, f"record {self._records + 1}: {type(error).__name__}: {error} (damaged? clirmatrix validate checks every file)"
+            ) from error
+        self._records += 1
+        return item
+
+    def __getitem__(self, key):
+        part = self._inner[key]
+        return _Guarded(part, self._path) if hasattr(part, "__next__") else part
+
+
 class _Docs(TsvDocs):
     """ir_datasets' TSV corpus over ``DOCS/{lang}.tsv.gz``, with this build's count and its docstore outside OUT."""
 
@@ -179,6 +251,9 @@ class _Docs(TsvDocs):
 
     def docs_count(self) -> int:
         return self._counts(self._relative, "records")
+
+    def docs_iter(self) -> _Guarded:
+        return _Guarded(super().docs_iter(), self._counts.root / self._relative)
 
     def docs_store(self, field: str = "doc_id", options=DEFAULT_DOCSTORE_OPTIONS) -> PickleLz4FullStore:
         # TsvDocs puts the store next to the file, i.e. inside the release folder.
@@ -198,10 +273,14 @@ class _Docs(TsvDocs):
 class _Queries(CLIRMatrixQueries):
     """ir_datasets' reader of a ``.jl.gz`` query file, with its count and a namespace."""
 
-    def __init__(self, source: GzipExtract, lang: str, namespace: str, count: Callable[[], int]) -> None:
+    def __init__(self, source: GzipExtract, lang: str, namespace: str, count: Callable[[], int], path: Path) -> None:
         super().__init__(source, lang)
         self._namespace = namespace
         self._count = count
+        self._path = path
+
+    def queries_iter(self) -> _Guarded:
+        return _Guarded(iter(super().queries_iter()), self._path)
 
     def queries_namespace(self) -> str:
         return self._namespace  # ir_datasets' own names an undefined NAME (NameError)
@@ -213,9 +292,13 @@ class _Queries(CLIRMatrixQueries):
 class _Qrels(CLIRMatrixQrels):
     """ir_datasets' reader of the judgements in a ``.jl.gz`` query file, with their count."""
 
-    def __init__(self, source: GzipExtract, defs: dict[int, str], count: Callable[[], int]) -> None:
+    def __init__(self, source: GzipExtract, defs: dict[int, str], count: Callable[[], int], path: Path) -> None:
         super().__init__(source, defs)
         self._count = count
+        self._path = path
+
+    def qrels_iter(self) -> _Guarded:
+        return _Guarded(iter(super().qrels_iter()), self._path)
 
     def qrels_count(self) -> int:
         return self._count()

@@ -39,15 +39,16 @@ class MalformedRecordError(InvalidInputError):
         self.reason = reason
 
 
-def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, bytes]]:
+def iter_lines(path: str | os.PathLike, gzipped: bool | None = None) -> Iterator[tuple[int, bytes]]:
     """``(line_number, line)`` of a gzip (or plain) file, without the ``\\n``; blank lines skipped.
 
     Lines end at ``\\n`` only, so a stray ``\\r`` stays inside its line where the
-    checks can see it. A damaged stream raises ``MalformedRecordError``.
+    checks can see it. A damaged stream raises ``MalformedRecordError``. ``gzipped``
+    says how to read a file whose name does not end with ``.gz`` (a download's ``.part``).
     """
     name = os.fspath(path)
     number = 0
-    with (igzip.open(name, "rb") if name.endswith(".gz") else open(name, "rb")) as stream:
+    with (igzip.open(name, "rb") if (name.endswith(".gz") if gzipped is None else gzipped) else open(name, "rb")) as stream:
         try:
             for number, line in enumerate(stream, 1):
                 line = line.rstrip(b"\n")

@@ -37,6 +37,7 @@ CONTEXTS: dict[str, str] = {
     "docs-full": "clirmatrix_docs_full",  # [ours]: the release has no full-text documents
 }
 QUERY_SETS: tuple[str, ...] = ("bi139-base", "bi139-full", "multi8")
+RELEASE_FOLDERS: tuple[str, ...] = ("BI-139", "MULTI-8", "DOCS", "DOCS-FULL")  # the top-level folders of a release
 DOC_SETS: tuple[str, ...] = ("docs", "docs-full")
 
 

@@ -25,6 +25,7 @@ import orjson
 from isal import igzip
 
 from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_TRAIN_SIZE
+from clirmatrix.pipeline.errors import MissingInputError
 from clirmatrix.pipeline.jsonl import MalformedRecordError, QueryRecord, iter_lines, parse_doc, parse_query, walk_release
 from clirmatrix.pipeline.layout import (
     BASE_CANDIDATES,
@@ -32,6 +33,7 @@ from clirmatrix.pipeline.layout import (
     INDEX,
     MANIFEST,
     QUERY_SETS,
+    RELEASE_FOLDERS,
     REPORT,
     SPLITS,
     STATS_DIR,
@@ -85,6 +87,10 @@ _TEST_BITS = _SPLIT_BIT["test1"] | _SPLIT_BIT["test2"]
 _FULL = "bi139-full"
 _BASE = "bi139-base"
 _MULTI8 = "multi8"
+
+
+class NotAReleaseError(MissingInputError):
+    """A folder that holds nothing of a build or a download."""
 
 
 @dataclass(frozen=True)
@@ -192,15 +198,20 @@ class _Validator:
     def layout(self) -> list[ReleasedFile]:
         """Released files worth reading; unknown and same-language files are failures."""
         released = []
+        strays = 0
         for path, parsed in walk_release(self.root):
             if path in (INDEX, MANIFEST, REPORT) or path.startswith(STATS_DIR + "/"):
                 continue
             if parsed is None:
-                self.fail(path, LAYOUT, "not a released file name (docs/method.md section 9)")
+                strays += 1
+                if strays <= MAX_EXAMPLES:  # each a file of its own: counted past the first few, not listed
+                    self.fail(path, LAYOUT, "not a released file name (docs/method.md section 9)")
             elif parsed.tgt is not None and parsed.tgt == parsed.src:
                 self.fail(path, SAME_LANGUAGE, f"query and document language are both {parsed.src!r}")
             else:
                 released.append(parsed)
+        if strays > MAX_EXAMPLES:
+            self.fail(".", LAYOUT, f"... and {strays - MAX_EXAMPLES:,} more files that are not released file names")
         self.report.files = len(released)
         return released
 
@@ -613,8 +624,9 @@ def validate(root: str, *, train_size: int = DEFAULT_TRAIN_SIZE, eval_size: int 
         The report; ``report.ok`` is False when any rule failed.
     """
     if not os.path.isdir(root):
-        raise NotADirectoryError(f"{root} is not a folder")
+        raise MissingInputError(f"{root} is not a folder")
     refuse_incomplete(root)
+    refuse_unreleased(root)
     validator = _Validator(root, train_size, eval_size, on_file)
     released = validator.layout()
     validator.docs(released)
@@ -623,6 +635,18 @@ def validate(root: str, *, train_size: int = DEFAULT_TRAIN_SIZE, eval_size: int 
     if validator.report.build:
         validator.manifest()
     return validator.finish()
+
+
+def refuse_unreleased(root: str) -> None:
+    """``NotAReleaseError`` unless ``root`` holds at least one top-level entry of a build or a download.
+
+    Without this, any folder would be walked whole and every file in it reported as
+    "not a released file name" (hundreds of thousands of lines for ``/tmp``).
+    """
+    if not any(os.path.exists(os.path.join(root, name)) for name in (*RELEASE_FOLDERS, INDEX, MANIFEST)):
+        raise NotAReleaseError(
+            f"{root} is not a clirmatrix build or download: it holds none of {', '.join(f'{name}/' for name in RELEASE_FOLDERS)}, {INDEX}, {MANIFEST}"
+        )
 
 
 def print_report(report: ValidationReport, console: Console, limit: int = 200) -> None:

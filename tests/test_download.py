@@ -12,7 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from clirmatrix.pipeline.download import DownloadError, UnsafePathError, Wanted, download, fetch, load_index, plan
+from clirmatrix.cli import main
+from clirmatrix.pipeline.download import DownloadError, Index, UnsafePathError, Wanted, download, fetch, load_index, plan
 
 PATH = "BI-139/base/en/en.de.dev.base.jl.gz"
 BODY = gzip.compress(b"".join(orjson.dumps({"src_id": str(i), "src_query": f"q{i}", "tgt_results": [[str(i), 6], ["9", 0]]}) + b"\n" for i in range(3000)), mtime=0)
@@ -28,16 +29,24 @@ class Server:
         self.behaviour: dict[str, list[str]] = {}
         self.ranges = ranges
         self.requests: list[tuple[str, str | None]] = []
+        self.conditional: list[str | None] = []  # If-None-Match of each request
+        self.stale_304 = False  # answer 304 to any conditional request, as a server with a stale validator does
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 path = self.path.lstrip("/")
                 server.requests.append((path, self.headers.get("Range")))
+                server.conditional.append(self.headers.get("If-None-Match"))
                 plan_ = server.behaviour.get(path, [])
                 what = plan_.pop(0) if plan_ else "ok"
                 if path not in server.files:
                     return self._send(404, b"not found")
+                etag = '"' + hashlib.md5(server.files[path]).hexdigest() + '"'
+                if self.headers.get("If-None-Match") and (server.stale_304 or self.headers["If-None-Match"] == etag):
+                    self.send_response(304)
+                    self.end_headers()
+                    return
                 if what == "500":
                     return self._send(500, b'{"error": "internal"}')
                 if what == "html":
@@ -49,6 +58,7 @@ class Server:
                     status = 206
                 self.send_response(status)
                 self.send_header("Content-Length", str(len(body) - start))
+                self.send_header("ETag", etag)
                 if status == 206:
                     self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
                 self.end_headers()
@@ -123,8 +133,8 @@ def test_a_server_error_then_success_and_a_rerun_skips(server, tmp_path):
 def test_bad_bodies_are_errors_and_leave_nothing(server, tmp_path, behaviour, md5, message):
     srv = server()
     srv.behaviour[PATH] = list(behaviour)
-    if message is None:  # without an md5 or size, a good body is still accepted
-        assert fetch(_wanted(srv.url, None, None), tmp_path) == "fetched"
+    if message is None:  # without an md5 or size, a good body is accepted once read whole, and said to be so
+        assert fetch(_wanted(srv.url, None, None), tmp_path) == "checked"
         return
     with pytest.raises(DownloadError, match=message):
         fetch(_wanted(srv.url, md5), tmp_path, sleep=lambda s: None)
@@ -139,36 +149,65 @@ def test_a_body_much_smaller_than_expected_is_an_error_page(server, tmp_path):
     assert _leftovers(tmp_path) == []
 
 
+def _index(contexts: dict) -> Index:
+    return Index(contexts, "http://x/downloads.json.gz", b"")
+
+
 def test_index_entries_that_escape_the_target_are_refused(tmp_path):
     for bad in ("../evil.jl.gz", "/etc/passwd", "BI-139/../../x"):
         index = {"clirmatrix_bi139_base": {"queries/en_de/dev": {"url": "http://x/a", "expected_md5": MD5, "cache_path": bad}}}
         with pytest.raises(UnsafePathError, match="outside the target"):
-            plan("bi139-base", ["en"], ["de"], ["dev"], index, "http://x/")
+            plan("bi139-base", ["en"], ["de"], ["dev"], _index(index), "http://x/")
 
 
-def test_plan_uses_the_index_then_the_url_pattern(tmp_path):
-    index = {"clirmatrix_bi139_base": {"queries/en_de/dev": {"url": "http://mirror/x.jl.gz", "expected_md5": MD5, "verified_size": 10}}}
-    files = plan("bi139-base", ["en"], ["de", "fr"], ["dev"], index, "http://base/data")
-    assert files == [
-        Wanted(PATH, "http://mirror/x.jl.gz", MD5, 10),
-        Wanted("BI-139/base/en/en.fr.dev.base.jl.gz", "http://base/data/BI-139/base/en/en.fr.dev.base.jl.gz"),
-    ]
+def test_plan_takes_files_from_the_index_and_never_guesses_one_it_lacks(tmp_path):
+    index = _index({"clirmatrix_bi139_base": {"queries/en_de/dev": {"url": "http://mirror/x.jl.gz", "expected_md5": MD5.upper(), "verified_size": 10}}})
+    files, absent = plan("bi139-base", ["en"], ["de", "fr"], ["dev"], index, "http://base/data")
+    assert files == [Wanted(PATH, "http://mirror/x.jl.gz", MD5, 10)]
+    assert absent == ["BI-139/base/en/en.fr.dev.base.jl.gz"]
+    files, _ = plan("bi139-base", ["en"], ["de"], ["dev"], index, "http://base/data", prefer_base=True)
+    assert files[0].url == "http://base/data/" + PATH  # a --base-url the user gave wins over the index's URL
+    files, absent = plan("bi139-base", ["en"], ["de", "fr"], ["dev"], None, "http://base/data")
+    assert [w.url for w in files] == ["http://base/data/" + PATH, "http://base/data/BI-139/base/en/en.fr.dev.base.jl.gz"] and absent == []
+    assert all(w.md5 is None for w in files)
 
 
-def test_index_is_fetched_once_and_cached(server, tmp_path, monkeypatch):
+def test_a_builds_file_urls_are_read_beside_its_index_not_from_where_it_once_was(tmp_path):
+    old = tmp_path / "old"
+    (old / PATH).parent.mkdir(parents=True)
+    (old / PATH).write_bytes(b"an older build's file")
+    index = _index({"clirmatrix_bi139_base": {"queries/en_de/dev": {"url": (old / PATH).as_uri(), "expected_md5": MD5, "size": len(BODY)}}})
+    files, _ = plan("bi139-base", ["en"], ["de"], ["dev"], index, "http://127.0.0.1:9/rel/")
+    assert files[0].url == "http://127.0.0.1:9/rel/" + PATH
+
+
+def test_a_cached_index_is_revalidated_and_replaced_when_the_server_changed_it(server, tmp_path, monkeypatch):
     monkeypatch.setenv("CLIRMATRIX_HOME", str(tmp_path / "home"))
     srv = server()
     srv.files["downloads.json.gz"] = gzip.compress(orjson.dumps({"clirmatrix_docs": {}}))
-    assert load_index(None, srv.url) == {"clirmatrix_docs": {}}
-    assert load_index(None, srv.url) == {"clirmatrix_docs": {}}
-    assert [path for path, _ in srv.requests] == ["downloads.json.gz"]
+    first = load_index(None, srv.url)
+    again = load_index(None, srv.url)
+    assert first.contexts == again.contexts == {"clirmatrix_docs": {}} and again.cached and again.note is None
+    assert srv.conditional == [None, '"' + hashlib.md5(srv.files["downloads.json.gz"]).hexdigest() + '"']  # asked with the cached ETag
+    srv.files["downloads.json.gz"] = gzip.compress(orjson.dumps({"clirmatrix_docs": {"docs/de": {}}}))
+    changed = load_index(None, srv.url)
+    assert changed.contexts == {"clirmatrix_docs": {"docs/de": {}}} and not changed.cached and "changed since it was cached" in changed.note
+    srv.httpd.shutdown()
+    srv.httpd.server_close()
+    offline = load_index(None, srv.url)  # the server gone: the cached copy, said to be so
+    assert offline.contexts == changed.contexts and "could not reach" in offline.note
+
+
+def test_an_index_that_is_not_there_or_not_an_index_is_an_error_naming_it(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("CLIRMATRIX_HOME", str(tmp_path / "home"))
+    srv = server()
     srv.files["downloads.json.gz"] = HTML
-    monkeypatch.setenv("CLIRMATRIX_HOME", str(tmp_path / "fresh"))
     with pytest.raises(DownloadError, match="HTML page"):
         load_index(srv.url + "downloads.json.gz", srv.url)
-    with pytest.raises(DownloadError, match="404"):
+    with pytest.raises(DownloadError, match="404.*--no-index"):
         load_index(srv.url + "missing.json.gz", srv.url)
-    assert load_index(None, srv.url + "elsewhere/") is None  # no default index: URL patterns
+    with pytest.raises(DownloadError, match="no index at .*elsewhere.*--no-index"):
+        load_index(None, srv.url + "elsewhere/")
 
 
 def test_parallel_download_reports_fetched_skipped_failed(server, tmp_path):
@@ -183,7 +222,6 @@ def test_parallel_download_reports_fetched_skipped_failed(server, tmp_path):
 
 
 def test_download_command_from_a_local_build_dry_run_then_fetch_and_read(tmp_path, capsys):
-    from clirmatrix.cli import main
     from clirmatrix.pipeline.loader import QuerySplit, documents
 
     build = tmp_path / "build"
@@ -191,7 +229,11 @@ def test_download_command_from_a_local_build_dry_run_then_fetch_and_read(tmp_pat
     (build / PATH).write_bytes(BODY)
     (build / "DOCS").mkdir()
     (build / "DOCS" / "de.tsv.gz").write_bytes(gzip.compress(b"9\tGermany is a country\n\n0\tBerlin\n", mtime=0))
-    index = {"clirmatrix_bi139_base": {"queries/en_de/dev": {"url": PATH, "expected_md5": MD5, "cache_path": PATH, "size": len(BODY)}}}
+    docs = (build / "DOCS" / "de.tsv.gz").read_bytes()
+    index = {
+        "clirmatrix_bi139_base": {"queries/en_de/dev": {"url": PATH, "expected_md5": MD5, "cache_path": PATH, "size": len(BODY)}},
+        "clirmatrix_docs": {"docs/de": {"url": "DOCS/de.tsv.gz", "expected_md5": hashlib.md5(docs).hexdigest(), "size": len(docs)}},
+    }
     (build / "downloads.json.gz").write_bytes(gzip.compress(orjson.dumps(index)))
     common = ["--src", "en", "--tgt", "de", "--to", str(tmp_path / "got"), "--base-url", str(build)]
 
@@ -209,7 +251,8 @@ def test_download_command_from_a_local_build_dry_run_then_fetch_and_read(tmp_pat
     assert split.write_trec_run(tmp_path / "run.txt", tag="t") == 6000
     assert (tmp_path / "run.txt").read_text().splitlines()[1] == "0 Q0 9 2 -2 t"
     assert list(documents(tmp_path / "got", "de")) == [("9", "Germany is a country"), ("0", "Berlin")]
-    assert main(["download", "multi8", "--src", "en", "--tgt", "xx", "--split", "dev", "--to", str(tmp_path / "got"), "--base-url", str(build)]) == 1
+    assert main(["download", "multi8", "--src", "en", "--tgt", "de", "--split", "dev", "--to", str(tmp_path / "got"), "--base-url", str(build)]) == 2
+    assert "the index lists no multi8 files" in capsys.readouterr().err  # refused before any request: nothing guessed
 
 
 def test_loader_says_how_to_get_a_missing_split(tmp_path):
@@ -217,3 +260,122 @@ def test_loader_says_how_to_get_a_missing_split(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="clirmatrix download bi139-full --src en --tgt de --split test1"):
         QuerySplit(tmp_path, "bi139-full", "en", "de", "test1")
+
+
+# -- the command, against a server laid out like a release --------------------------------------
+OTHER = "BI-139/base/en/en.fr.dev.base.jl.gz"
+OLD_BODY = gzip.compress(b"".join(orjson.dumps({"src_id": str(i), "src_query": f"old{i}", "tgt_results": [[str(i), 6]]}) + b"\n" for i in range(500)), mtime=0)
+
+
+def _entry(path: str, body: bytes, url: str | None = None) -> dict:
+    return {"url": url or path, "expected_md5": hashlib.md5(body).hexdigest(), "cache_path": path, "size": len(body)}
+
+
+def _serve_index(srv: Server, files: dict[str, bytes], urls: dict[str, str] | None = None) -> None:
+    """Serve ``files`` and an index of them (keys from their paths), as a build's release folder is served."""
+    from clirmatrix.pipeline.layout import index_key, parse_path
+
+    contexts: dict[str, dict] = {}
+    for path, body in files.items():
+        released = parse_path(path)
+        context, key = index_key(released.dataset, released.src, released.tgt, released.split)
+        contexts.setdefault(context, {})[key] = _entry(path, body, (urls or {}).get(path))
+        srv.files[path] = body
+    srv.files["downloads.json.gz"] = gzip.compress(orjson.dumps(contexts), mtime=0)
+
+
+def _file_requests(srv: Server) -> list[str]:
+    return [path for path, _ in srv.requests if path != "downloads.json.gz"]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLIRMATRIX_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def test_without_an_index_the_command_refuses_unless_no_index_then_reads_every_file_whole(server, tmp_path, home, capsys):
+    srv = server()
+    srv.files[OTHER] = BODY[:10_000]  # cut, as a server that died mid-file leaves it
+    to = tmp_path / "got"
+    args = ["download", "bi139-base", "--src", "en", "--tgt", "de,fr", "--split", "dev", "--to", str(to), "--base-url", srv.url]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "no index at" in err and "--no-index" in err and _file_requests(srv) == [] and not to.exists()
+
+    assert main([*args, "--no-index"]) == 1  # the cut file is never reported fetched
+    err = capsys.readouterr().err
+    assert "damaged gzip stream" in err and OTHER in err
+    assert _leftovers(to) == [PATH] and (to / PATH).read_bytes() == BODY and not (to / "downloads.json.gz").exists()
+
+    (to / OTHER).write_bytes(BODY[:10_000])  # a damaged file left in place is not "already there"
+    srv.files[OTHER] = BODY
+    assert main([*args, "--no-index"]) == 0
+    assert (to / OTHER).read_bytes() == BODY
+    assert "read whole, well-formed" in capsys.readouterr().err
+
+
+def test_a_release_rebuilt_at_the_same_url_is_fetched_fresh_and_never_from_an_old_build_on_disk(server, tmp_path, home, capsys):
+    old = tmp_path / "old-build"  # the first build, still on this machine: its index names its files by file:// URLs
+    (old / PATH).parent.mkdir(parents=True)
+    (old / PATH).write_bytes(OLD_BODY)
+    srv = server()
+    _serve_index(srv, {PATH: OLD_BODY}, {PATH: (old / PATH).as_uri()})
+    args = ["download", "bi139-base", "--src", "en", "--tgt", "de", "--split", "dev", "--base-url", srv.url]
+    assert main([*args, "--to", str(tmp_path / "first")]) == 0
+    assert (tmp_path / "first" / PATH).read_bytes() == OLD_BODY
+
+    _serve_index(srv, {PATH: BODY}, {PATH: (old / PATH).as_uri()})  # rebuilt; the old files stay on disk
+    capsys.readouterr()
+    assert main([*args, "--to", str(tmp_path / "second")]) == 0
+    err = capsys.readouterr().err
+    assert (tmp_path / "second" / PATH).read_bytes() == BODY and "changed since it was cached" in err
+    assert _file_requests(srv) == [PATH, PATH]  # both from the server the user named
+
+
+def test_files_that_do_not_match_a_cached_index_fetch_it_again_and_are_retried(server, tmp_path, home, capsys):
+    srv = server()
+    _serve_index(srv, {PATH: OLD_BODY})
+    args = ["download", "bi139-base", "--src", "en", "--tgt", "de", "--split", "dev", "--base-url", srv.url]
+    assert main([*args, "--to", str(tmp_path / "first")]) == 0
+    srv.stale_304 = True  # the server says "not modified" although it was rebuilt (a validator that did not change)
+    _serve_index(srv, {PATH: BODY})
+    capsys.readouterr()
+    assert main([*args, "--to", str(tmp_path / "second")]) == 0
+    assert (tmp_path / "second" / PATH).read_bytes() == BODY
+    assert "did not match the cached index" in capsys.readouterr().err
+
+
+def test_unknown_languages_are_refused_with_suggestions_before_any_file_request(server, tmp_path, home, capsys):
+    srv = server()
+    _serve_index(srv, {PATH: BODY})
+    to = tmp_path / "got"
+    assert main(["download", "bi139-base", "--src", "en", "--tgt", "DE,xx", "--split", "dev", "--to", str(to), "--base-url", srv.url]) == 2
+    err = capsys.readouterr().err
+    assert "--tgt" in err and "DE (did you mean de" in err and "xx" in err
+    assert _file_requests(srv) == [] and not to.exists()
+
+
+def test_the_index_is_saved_with_the_download_so_validate_checks_its_md5s(server, tmp_path, home):
+    from clirmatrix.pipeline.validate import CHECKSUM, validate
+
+    srv = server()
+    docs = gzip.compress(b"9\tGermany\n0\tBerlin\n", mtime=0)
+    _serve_index(srv, {PATH: BODY, "DOCS/de.tsv.gz": docs})
+    to = tmp_path / "got"
+    assert main(["download", "bi139-base", "--src", "en", "--tgt", "de", "--split", "dev", "--to", str(to), "--base-url", srv.url]) == 0
+    assert (to / "downloads.json.gz").read_bytes() == srv.files["downloads.json.gz"]
+    assert not [f for f in validate(str(to)).failures if f.rule == CHECKSUM]
+    damaged = bytearray((to / PATH).read_bytes())
+    damaged[len(damaged) // 2] ^= 1  # same size, one bit off
+    (to / PATH).write_bytes(bytes(damaged))
+    assert [f.path for f in validate(str(to)).failures if f.rule == CHECKSUM] == [PATH]
+
+
+def test_a_file_the_server_lacks_fails_and_leaves_no_empty_folder(server, tmp_path, home, capsys):
+    srv = server()
+    _serve_index(srv, {PATH: BODY, "DOCS/de.tsv.gz": b"x"})
+    del srv.files["DOCS/de.tsv.gz"]
+    to = tmp_path / "got"
+    assert main(["download", "docs", "--tgt", "de", "--to", str(to), "--base-url", srv.url]) == 1
+    assert "HTTP 404" in capsys.readouterr().err and not (to / "DOCS").exists()

@@ -188,3 +188,26 @@ def test_the_irds_command_lists_the_ids_and_how_to_load_them(built, capsys):
     ids = captured.out.split()
     assert "mine/de" in ids and "mine/de/bi139-base/en/test1" in ids and "mine/ja/multi8/zh/test2" in ids
     assert "irds.register(" in captured.err and "ir_datasets.load('mine/" in captured.err
+
+
+def test_query_files_without_their_docs_give_queries_and_qrels_and_a_clear_error_for_docs(loaded, irds, tmp_path, capsys):
+    """A download of query files alone: no corpus id for the missing DOCS; its query ids say which file to fetch."""
+    import ir_datasets
+
+    from clirmatrix.cli import main
+
+    out, _ = loaded
+    root = tmp_path / "queries-only"
+    path = query_file("bi139-base", "en", "de", "test1")
+    (root / path).parent.mkdir(parents=True)
+    shutil.copy(out / path, root / path)
+    assert irds.register(root, "test-nodocs") == ["test-nodocs/de/bi139-base/en/test1"]  # no "test-nodocs/de" corpus
+    assert irds.without_docs(root, "test-nodocs") == {"test-nodocs/de/bi139-base/en/test1": "DOCS/de.tsv.gz"}
+    dataset = ir_datasets.load("test-nodocs/de/bi139-base/en/test1")
+    assert not dataset.has_docs() and dataset.has_queries() and dataset.has_qrels()
+    assert [q.query_id for q in dataset.queries_iter()] == [r["src_id"] for r in read_queries(root / path)]
+    with pytest.raises(irds.DocsNotDownloadedError, match=r"DOCS/de\.tsv\.gz is not there.*clirmatrix download docs --tgt de"):
+        dataset.docs_iter()
+    assert main(["irds", str(root), "--prefix", "test-nodocs"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.split() == ["test-nodocs/de/bi139-base/en/test1"] and "DOCS/de.tsv.gz is not there" in captured.err

@@ -161,3 +161,27 @@ def test_index_entries_are_matched_to_files_by_their_url(built, tmp_path):
     (warning,) = [w for w in report.warnings if w.rule == "missing-file"]
     assert "not here (a partial download)" in warning.message
     assert gzip.decompress((copy / layout.INDEX).read_bytes())
+
+
+def test_damaged_released_files_never_pass_silently_through_download_validate_or_irds(built, tmp_path, monkeypatch):
+    """bench/fuzz_bench.py --consumer in small: every served damage and every tree damage, twice each, on part of the sample build."""
+    import fuzz_consumer
+
+    monkeypatch.setenv("CLIRMATRIX_HOME", str(tmp_path / "home"))
+    out = built[0]
+    release = tmp_path / "release"  # a download of en <-> de: its files and the build's index
+    for path in fuzz_consumer.released_files(out):
+        item = layout.parse_path(path)
+        if {item.src, item.tgt or item.src} <= {"en", "de"} and (item.split in (None, "dev", "test1")):
+            (release / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(out / path, release / path)
+    shutil.copy(out / layout.INDEX, release / layout.INDEX)
+    cases = 2 * 2 * len(fuzz_consumer.SERVED)  # each served damage twice, with and without the index
+    outcomes = fuzz_consumer.run_consumer_cases(release, cases, seed=5, work=tmp_path / "work")
+    bad = [o for o in outcomes if o.verdict in fuzz_consumer.BAD]
+    assert not bad, "\n".join(f"{o.verdict}: {o.side} {o.damage} {o.path}: {o.detail}" for o in bad)
+    verdicts = {(o.side, o.damage): o.verdict for o in outcomes}
+    assert verdicts[("download", "cut")] == verdicts[("download", "html")] == "refused" and verdicts[("download", "drop")] == "verified"
+    tree = [o for o in outcomes if o.side == "validate"]
+    assert {o.damage for o in tree} == set(fuzz_consumer.TREE) and all(o.verdict in ("failed", "warned") for o in tree)
+    assert all(o.verdict == "error" for o in outcomes if o.side == "irds" and o.damage in ("cut", "html") and not o.path.startswith("DOCS-FULL"))

@@ -459,3 +459,21 @@ def test_stats_files_are_written_and_byte_identical_on_rerun(tmp_path):
     assert "en\tde\tall\t5\t10\t15\t2.000\t3.000" in full
     assert "en\tde\ttrain\t2\t4\t6\t2.000\t3.000" in full
     assert v.validate(str(root)).ok  # stats/ is no unknown file
+
+
+def test_a_folder_that_is_not_a_build_or_download_is_one_error_not_a_finding_per_file(tmp_path, capsys):
+    from clirmatrix.cli import main
+
+    for i in range(30):
+        (tmp_path / f"notes-{i}.txt").write_text("x")
+    assert main(["validate", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not a clirmatrix build or download" in err[0]
+
+
+def test_stray_files_in_a_release_are_listed_up_to_ten_then_counted(tmp_path):
+    write(tmp_path, release())
+    for i in range(25):
+        (tmp_path / "DOCS" / f"notes-{i}.txt").write_text("x")
+    layout_findings = only(v.validate(str(tmp_path)), v.LAYOUT)
+    assert len(layout_findings) == v.MAX_EXAMPLES + 1 and "15 more files" in layout_findings[-1].message
