@@ -24,9 +24,19 @@ snowball       PyStemmer 2.2.0.3 (Snowball 2.2.0 in C); for      ``snowball`` fi
 
 Lowercasing the whole text before tokenizing gives the same tokens as ES's order
 (tokenizer, then ``lowercase``) because the mapping never moves a character in or out
-of the classes above (a test checks every code point). Both sides read Unicode
-categories from their own runtime (Python 3.11: Unicode 14, JDK 21: Unicode 15), so
-characters assigned in between may split differently.
+of the classes above (a test checks every code point).
+
+Which Unicode: Java's ``\\p{L}`` and ``Character.toLowerCase`` read the Unicode data of
+the JDK that runs Elasticsearch (no tables built into Lucene take part in these chains),
+and ES 8.15.3, the image ``compose.py`` runs, bundles JDK 22: Unicode 15.1
+(``UNICODE_VERSION``). The classes here come from that version's database whatever
+Python runs them: Python 3.13's own ``unicodedata`` is 15.1, other Pythons get
+``unicodedata2==15.1.0`` (a dependency). Python 3.11's own database (Unicode 14) would
+drop the 5,052 letters, marks and digits of Unicode 15.0 and 15.1 (CJK Extensions H and
+I, Kawi, Nag Mundari, ...) that ES keeps. Lowercasing is Python's, corrected where its
+Unicode is not 15.1 (``lowercase_corrections``). Identical to Lucene on every code point
+Unicode 15.1 assigns (``tests/test_analyzer_unicode.py``); a JDK of Unicode 16 (ES 8.18
+on) also keeps Unicode 16's 4,433 new ones, which this does not (docs/analyzers.md).
 
 Checked against Lucene 9.9.1 itself (the Anserini 1.7.1 jar that ``lucene_jar`` finds;
 Elasticsearch 8 runs Lucene 9), each chain built from ``spec`` by
@@ -124,25 +134,93 @@ def lookahead_bigram_pattern(spaced: str, unspaced: str) -> str:
 
 BIGRAM_PATTERN_JAVA = lookahead_bigram_pattern(_JAVA_SPACED, _JAVA_UNSPACED)
 
-# Python's str.lower() is Unicode's full, contextual lowercasing; Lucene's is the
-# simple per-code-point mapping. They differ on two letters only.
+# The Unicode version of the JDK that Elasticsearch runs (ES 8.15.3 bundles JDK 22:
+# Unicode 15.1). Java's \p{L}, \p{M}, \p{N} and Character.toLowerCase read the running
+# JDK's Unicode data, so this decides which characters are word characters over there.
+UNICODE_VERSION = "15.1.0"
+
+# Simple lowercase mappings of the capital letters that Unicode 14.0 assigned (Glagolitic,
+# Latin, Vithkuqi): a Python whose database is older (3.10: Unicode 13) leaves them as
+# they are. Unicode 15.0 and 15.1 assigned no letter with a lowercase mapping.
+_LOWERCASE_SINCE_14: dict[int, int] = {
+    0x2C2F: 0x2C5F, 0xA7C0: 0xA7C1, 0xA7D0: 0xA7D1, 0xA7D6: 0xA7D7, 0xA7D8: 0xA7D9,
+    **{cp: cp + 0x27 for cp in range(0x10570, 0x10596) if cp not in (0x1057B, 0x1058B, 0x10593)},
+}  # fmt: skip
+
+
+@functools.cache
+def unicode_database():
+    """The ``unicodedata`` module of Unicode ``UNICODE_VERSION``: Python's own if it is that version, else unicodedata2."""
+    if unicodedata.unidata_version == UNICODE_VERSION:
+        return unicodedata
+    try:
+        import unicodedata2
+    except ImportError:
+        unicodedata2 = None
+    found = getattr(unicodedata2, "unidata_version", None)
+    if found != UNICODE_VERSION:
+        raise RuntimeError(
+            f"the analyzers need Unicode {UNICODE_VERSION}, Elasticsearch's (its JDK's); Python {unicodedata.unidata_version} "
+            f"and unicodedata2 {found or '(not installed)'} are not: pip install unicodedata2=={UNICODE_VERSION}"
+        )
+    return unicodedata2
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
 _LUCENE_LOWER = str.maketrans({"\u0130": "i", "\u03a3": "\u03c3"})
+# Python 3.11-3.13 (Unicode 14.0-15.1) lowercase every other code point as the JDK does.
+_PYTHON_LOWERCASES_AS_TARGET = (14,) <= _version(unicodedata.unidata_version) <= _version(UNICODE_VERSION)
+
+
+@functools.cache
+def lowercase_corrections() -> dict[int, str]:
+    """What ``str.lower`` needs, per code point, to lowercase as Lucene does on Unicode ``UNICODE_VERSION``.
+
+    Always: 'İ' -> 'i' (Python's full mapping gives 'i' and a combining dot) and 'Σ' ->
+    'σ' (Python writes 'ς' word-finally). A Python older than Unicode 14 lacks Unicode
+    14's capital letters (``_LOWERCASE_SINCE_14``). A Python newer than the target
+    lowercases letters that the JDK does not know (Unicode 16's U+A7CB would become
+    'ɤ', a letter): they are not word characters there, so they become a space.
+    """
+    corrections = {0x130: "i", 0x3A3: "\u03c3"}
+    python = _version(unicodedata.unidata_version)
+    if python < (14,):
+        corrections.update({upper: chr(lower) for upper, lower in _LOWERCASE_SINCE_14.items()})
+    if python > _version(UNICODE_VERSION):
+        ucd = unicode_database()
+        for cp in range(0x110000):
+            ch = chr(cp)
+            if ch.lower() != ch and ucd.category(ch) == "Cn":
+                corrections[cp] = " "
+    return corrections
+
+
+@functools.cache
+def _lowercase_table() -> dict[int, str]:
+    return str.maketrans(lowercase_corrections())
 
 
 def lucene_lowercase(text: str) -> str:
-    """Lowercase as Lucene's LowerCaseFilter does: 'İ' -> 'i', 'Σ' -> 'σ' even word-finally."""
-    if "\u0130" in text or "\u03a3" in text:
-        text = text.translate(_LUCENE_LOWER)
+    """Lowercase as Lucene's LowerCaseFilter does (per code point, Unicode ``UNICODE_VERSION``): 'İ' -> 'i', 'Σ' -> 'σ' even word-finally."""
+    if _PYTHON_LOWERCASES_AS_TARGET:
+        if "\u0130" in text or "\u03a3" in text:
+            text = text.translate(_LUCENE_LOWER)
+    else:
+        text = text.translate(_lowercase_table())
     return text.lower()
 
 
 @functools.cache
 def word_ranges() -> tuple[tuple[int, int], ...]:
-    """Code point ranges of general categories L, M and N (Java's ``[\\p{L}\\p{M}\\p{N}]``)."""
+    """Code point ranges of general categories L, M and N in Unicode ``UNICODE_VERSION`` (Java's ``[\\p{L}\\p{M}\\p{N}]``)."""
+    category = unicode_database().category
     ranges: list[tuple[int, int]] = []
     start = -1
     for cp in range(0x110000):
-        if unicodedata.category(chr(cp))[0] in "LMN":
+        if category(chr(cp))[0] in "LMN":
             if start < 0:
                 start = cp
         elif start >= 0:
