@@ -520,6 +520,7 @@ def prepare_download(dataset: str, src: str | Sequence[str], tgt: str | Sequence
     if unknown:
         raise InvalidInputError(f"--split: unknown split(s) {', '.join(unknown)}; choose from {', '.join(layout.SPLITS)}")
     base = resolve_base(base_url, index)
+    layout.refuse_incomplete(base)  # an unfinished build has no index yet: say what it is, not that the index is missing
     listing = None if no_index else load_index(index, base)
     notes = [listing.note] if listing is not None and listing.note else []
     if no_index:
