@@ -414,8 +414,11 @@ def _attempt(wanted: Wanted, part: Path, progress: Callable[[int], None], timeou
         if offset and not resumed:
             progress(-offset)  # the server ignored Range: restart from zero
         try:
+            # read1: whatever has arrived, up to CHUNK, so that bytes received before a stall
+            # or a drop are on disk for the Range request that resumes (read(CHUNK) waits for all of it).
+            read = getattr(response, "read1", response.read)
             with open(part, "ab" if resumed else "wb") as out:
-                while chunk := response.read(CHUNK):
+                while chunk := read(CHUNK):
                     out.write(chunk)
                     progress(len(chunk))
         except (http.client.IncompleteRead, ConnectionError, TimeoutError, OSError) as error:

@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -62,6 +63,17 @@ class Server:
                 if status == 206:
                     self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
                 self.end_headers()
+                if what == "stall":  # half the body, then nothing for longer than the client waits
+                    self.wfile.write(body[start : start + (len(body) - start) // 2])
+                    self.wfile.flush()
+                    time.sleep(1.5)
+                    return
+                if what == "trickle":  # the whole body, slowly: throttled, never stalled
+                    for at in range(start, len(body), 4096):
+                        self.wfile.write(body[at : at + 4096])
+                        self.wfile.flush()
+                        time.sleep(0.02)
+                    return
                 if what == "drop":  # half the body, then the connection dies
                     self.wfile.write(body[start : start + (len(body) - start) // 2])
                     self.wfile.flush()
@@ -115,6 +127,16 @@ def test_a_dropped_connection_resumes_or_restarts_and_the_file_verifies(server, 
     first, second = srv.requests
     assert first[1] is None and second[1] == f"bytes={len(BODY) // 2}-"  # the retry asks for the rest
     assert sleeps == [1.0]
+
+
+def test_a_stalled_server_times_out_and_resumes_and_a_throttled_one_just_takes_longer(server, tmp_path):
+    srv = server()
+    srv.behaviour[PATH] = ["stall", "trickle"]
+    seen: list[int] = []
+    assert fetch(_wanted(srv.url), tmp_path, timeout=0.5, sleep=lambda s: None, progress=seen.append) == "fetched"
+    assert (tmp_path / PATH).read_bytes() == BODY and _leftovers(tmp_path) == [PATH]
+    assert [r for _, r in srv.requests] == [None, f"bytes={len(BODY) // 2}-"]  # the stalled half kept, the rest trickled
+    assert sum(seen) == len(BODY) and len(seen) > 2
 
 
 def test_a_server_error_then_success_and_a_rerun_skips(server, tmp_path):
