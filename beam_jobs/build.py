@@ -38,7 +38,7 @@ from clirmatrix.beam_jobs.stages import StageLog
 from clirmatrix.beam_jobs.stats import counted_while_writing, run_stats
 from clirmatrix.beam_jobs.write_release import run_write_release
 from clirmatrix.pipeline import fileio, layout
-from clirmatrix.pipeline.config import BuildConfig, as_dict, resolve
+from clirmatrix.pipeline.config import BuildConfig, as_dict, flag_name, resolve
 from clirmatrix.pipeline.corpus import WorkDirs
 from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.fingerprint import fingerprint
@@ -239,7 +239,7 @@ def run(argv: Sequence[str] | None = None) -> BuildResult:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", help="TOML or YAML file with any of these settings; flags win.")
     for setting in fields(BuildConfig):
-        flag, default = "--" + setting.name.replace("_", "-"), setting.default
+        flag, default = flag_name(setting.name), setting.default
         if isinstance(default, bool):
             parser.add_argument(flag, dest=setting.name, action="store_const", const=True, default=None, help=setting.metadata["help"])
         else:

@@ -58,7 +58,7 @@ def _config_options(names: tuple[str, ...] = (), helps: dict[str, str] | None = 
     what the command line leaves out; ``BuildConfig.check`` judges the result. ``helps``
     rewords a flag for a command that uses it differently (``extract --out``).
     """
-    from clirmatrix.pipeline.config import BuildConfig
+    from clirmatrix.pipeline.config import BuildConfig, flag_name
 
     def decorate(command):
         for setting in reversed([s for s in fields(BuildConfig) if not names or s.name in names]):
@@ -69,7 +69,7 @@ def _config_options(names: tuple[str, ...] = (), helps: dict[str, str] | None = 
             if "[default:" not in help_text and not rule.get("required") and shown not in ("", ()):
                 help_text += f" [default: {shown}]"
             kind = click.Choice(rule["choices"]) if "choices" in rule else None if isinstance(default, (str, tuple)) else type(default)
-            flag = "--" + setting.name.replace("_", "-")
+            flag = flag_name(setting.name)
             if isinstance(default, bool):
                 command = click.option(flag, setting.name, is_flag=True, default=None, help=help_text)(command)
             else:
@@ -433,7 +433,7 @@ def irds_command(root: str, prefix: str) -> None:
     ids = irds.registered_ids(root, prefix)
     for dataset_id in ids:
         click.echo(dataset_id)
-    lacking = irds.without_docs(root, prefix)
+    lacking = irds.without_docs(ids, prefix)
     for missing in sorted(set(lacking.values())):
         lang = missing.split("/")[-1].split(".")[0]
         count = sum(1 for path in lacking.values() if path == missing)

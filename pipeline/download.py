@@ -137,7 +137,7 @@ def load_index(index: str | None, base_url: str, timeout: float = 60.0) -> Index
     cache (``_fetch_cached``).
     """
     source = index or as_url(base_url) + layout.INDEX
-    path = source if "://" not in source else urllib.request.url2pathname(urlparse(source).path) if source.startswith("file://") else None
+    path = _local_path(source)
     if path is not None:
         try:
             data = Path(path).read_bytes()
@@ -145,6 +145,13 @@ def load_index(index: str | None, base_url: str, timeout: float = 60.0) -> Index
             raise DownloadError(f"no index at {source} ({error.strerror or error}); {NO_INDEX_HINT}") from None
         return Index(_parse_index(data, source), source, data)
     return _fetch_cached(source, timeout)
+
+
+def _local_path(source: str) -> str | None:
+    """The file a local path or ``file://`` URL names; None for a remote URL."""
+    if "://" not in source:
+        return source
+    return urllib.request.url2pathname(urlparse(source).path) if source.startswith("file://") else None
 
 
 def _cache_paths(url: str) -> tuple[Path, Path]:
@@ -173,7 +180,8 @@ def _fetch_cached(url: str, timeout: float, revalidate: bool = True) -> Index:
             validators = {"etag": response.headers.get("ETag"), "last_modified": response.headers.get("Last-Modified")}
     except urllib.error.HTTPError as error:
         if error.code == 304 and meta is not None:
-            return Index(_parse_index(cache.read_bytes(), str(cache)), url, cache.read_bytes(), cached=True)
+            data = cache.read_bytes()
+            return Index(_parse_index(data, str(cache)), url, data, cached=True)
         if meta is not None and error.code not in (404, 410):
             return _stale(url, cache, meta, f"HTTP {error.code}")
         raise DownloadError(f"no index at {url} (HTTP {error.code} {error.reason}); {NO_INDEX_HINT}") from None
@@ -195,7 +203,7 @@ def _fetch_cached(url: str, timeout: float, revalidate: bool = True) -> Index:
 
 def refetch_index(stale: Index, timeout: float = 60.0) -> Index | None:
     """The server's index fetched again without validators, when a file did not match a cached copy; None if unchanged."""
-    if not stale.cached or "://" not in stale.source or stale.source.startswith("file://"):
+    if not stale.cached:  # only a remote index is ever read from the cache
         return None
     fresh = _fetch_cached(stale.source, timeout, revalidate=False)
     return fresh if fresh.data != stale.data else None
@@ -230,7 +238,7 @@ def _parse_index(data: bytes, where: str) -> dict:
 def save_index(index: Index, to_dir: str | Path) -> Path | None:
     """The index a download used, written into its folder (where ``validate`` finds it); None when it is that very file."""
     target = Path(to_dir) / layout.INDEX
-    source = index.source if "://" not in index.source else urllib.request.url2pathname(urlparse(index.source).path) if index.source.startswith("file://") else None
+    source = _local_path(index.source)
     if source is not None and target.exists() and os.path.samefile(source, target):
         return None
     with atomic_write(target) as handle:
@@ -475,23 +483,20 @@ def download(files: Sequence[Wanted], to_dir: str | Path, jobs: int = 4, progres
     report = DownloadReport()
     to = Path(to_dir)
 
-    def one(wanted: Wanted) -> tuple[Wanted, str]:
+    def one(wanted: Wanted) -> tuple[Wanted, str | DownloadError]:
         try:
             return wanted, fetch(wanted, to, progress=progress, **options)
-        except MismatchError as error:
-            return wanted, f"mismatch: {error}"
         except DownloadError as error:
-            return wanted, f"failed: {error}"
+            return wanted, error
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for wanted, outcome in pool.map(one, files):
-            if outcome in ("fetched", "checked", "skipped"):
+            if isinstance(outcome, str):  # fetched, checked or skipped
                 getattr(report, outcome).append(wanted.path)
-            else:
-                kind, reason = outcome.split(": ", 1)
-                report.failed.append((wanted.path, reason))
-                if kind == "mismatch":
-                    report.mismatched.append(wanted.path)
+                continue
+            report.failed.append((wanted.path, str(outcome)))
+            if isinstance(outcome, MismatchError):
+                report.mismatched.append(wanted.path)
     return report
 
 
@@ -553,6 +558,6 @@ def run_download(planned: DownloadPlan, to_dir: str | Path, jobs: int = 4, progr
             report.mismatched = again.mismatched
             for name in ("fetched", "checked", "skipped"):
                 getattr(report, name).extend(getattr(again, name))
-    if planned.index is not None and (report.fetched or report.skipped) and (saved := save_index(planned.index, to_dir)):
+    if planned.index is not None and (report.fetched or report.checked or report.skipped) and (saved := save_index(planned.index, to_dir)):
         planned.notes.append(f"saved the index as {saved}: clirmatrix validate {to_dir} checks every file's md5 against it")
     return report

@@ -64,14 +64,20 @@ def registered_ids(root: str | os.PathLike, prefix: str = DEFAULT_PREFIX) -> lis
     return sorted([f"{prefix}/{lang}" for lang in doc_langs] + [_query_id(prefix, item) for item in query_files])
 
 
-def without_docs(root: str | os.PathLike, prefix: str = DEFAULT_PREFIX) -> dict[str, str]:
-    """The query ids whose document language has no ``DOCS`` file under ``root``: id -> the missing file.
+def without_docs(ids: list[str], prefix: str = DEFAULT_PREFIX) -> dict[str, str]:
+    """Of ``registered_ids``, the query ids whose document language has no corpus id (no ``DOCS`` file): id -> the missing file.
 
     They are registered with queries and qrels only (``has_docs()`` is False), as a
-    download of query files without their documents has them.
+    download of query files without their documents has them. Read from the ids, so the
+    folder is walked once.
     """
-    doc_langs, query_files = _released(Path(root))
-    return {_query_id(prefix, item): docs_file("docs", item.tgt) for item in query_files if item.tgt not in doc_langs}
+    corpora = {name for name in ids if name.count("/") == prefix.count("/") + 1}
+    lacking = {}
+    for name in ids:
+        corpus = name.rsplit("/", 3)[0]  # {prefix}/{doc_lang}/{set}/{query_lang}/{split} -> {prefix}/{doc_lang}
+        if name not in corpora and corpus not in corpora:
+            lacking[name] = docs_file("docs", corpus.rsplit("/", 1)[1])
+    return lacking
 
 
 def register(root: str | os.PathLike, prefix: str = DEFAULT_PREFIX) -> list[str]:

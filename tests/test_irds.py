@@ -202,7 +202,7 @@ def test_query_files_without_their_docs_give_queries_and_qrels_and_a_clear_error
     (root / path).parent.mkdir(parents=True)
     shutil.copy(out / path, root / path)
     assert irds.register(root, "test-nodocs") == ["test-nodocs/de/bi139-base/en/test1"]  # no "test-nodocs/de" corpus
-    assert irds.without_docs(root, "test-nodocs") == {"test-nodocs/de/bi139-base/en/test1": "DOCS/de.tsv.gz"}
+    assert irds.without_docs(irds.registered_ids(root, "test-nodocs"), "test-nodocs") == {"test-nodocs/de/bi139-base/en/test1": "DOCS/de.tsv.gz"}
     dataset = ir_datasets.load("test-nodocs/de/bi139-base/en/test1")
     assert not dataset.has_docs() and dataset.has_queries() and dataset.has_qrels()
     assert [q.query_id for q in dataset.queries_iter()] == [r["src_id"] for r in read_queries(root / path)]
