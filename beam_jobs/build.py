@@ -123,7 +123,7 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
     es_url = config.es_url or os.environ.get("CLIRMATRIX_ES_URL", "")
     retrieval = RetrievalSettings(config.engine, config.k, bm25, config.threads, es_url, shard_docs=config.shard_docs, block_size=config.block_size)
     check_engine(retrieval, config.langs)
-    found = find_dumps(config.dumps, config.langs, config.source, config.skip_missing)  # before OUT is touched
+    found, link_sources = find_dumps(config.dumps, config.langs, config.source, config.skip_missing, config.links)  # before OUT is touched
     for folder in (config.out, config.work_dir):
         fileio.check_writable(folder)
     # From here until the manifest is written, OUT is marked unfinished (layout.IN_PROGRESS):
@@ -134,10 +134,10 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
     log = StageLog(work.root)
     workers = config.workers or None
     docs_inputs = _describe([dump.path for dumps in found.docs.values() for dump in dumps], config.dumps)
-    wikidata_inputs = _describe(found.wikidata, config.dumps)
+    wikidata_inputs = _describe([*link_sources.sitelinks_files, *(path for _, path in link_sources.page_props)], config.dumps)
     summaries: dict[str, dict] = {}
 
-    docs_settings = DocsSettings(min_docs=config.min_docs, max_bad_fraction=config.max_bad_fraction)
+    docs_settings = DocsSettings(min_docs=config.min_docs, max_bad_fraction=config.max_bad_fraction, split_bytes=config.split_mb << 20)
     keys = {"extract_docs": fingerprint("extract_docs", version, docs_inputs, asdict(docs_settings))}
     summaries["extract_docs"] = log.run(
         "extract_docs", keys["extract_docs"], lambda: run_extract_docs(found.docs, work.stage("docs"), docs_settings, beam_args, workers)
@@ -145,11 +145,11 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
     langs = sorted(summaries["extract_docs"]["languages"])
     if not langs:
         raise NoDumpsError(f"every language has fewer than --min-docs {config.min_docs:,} documents; nothing to build")
-    keys["extract_sitelinks"] = fingerprint("extract_sitelinks", version, wikidata_inputs, langs, config.max_bad_fraction)
+    keys["extract_sitelinks"] = fingerprint("extract_sitelinks", version, link_sources.mode, wikidata_inputs, langs, config.max_bad_fraction, config.split_mb)
     summaries["extract_sitelinks"] = log.run(
         "extract_sitelinks",
         keys["extract_sitelinks"],
-        lambda: run_extract_sitelinks(found.wikidata, langs, work.stage("sitelinks"), config.max_bad_fraction, beam_args, workers),
+        lambda: run_extract_sitelinks(link_sources, langs, work.stage("sitelinks"), config.max_bad_fraction, beam_args, workers, split_bytes=config.split_mb << 20),
     )
     keys["link"] = fingerprint("link", keys["extract_docs"], keys["extract_sitelinks"])
     summaries["link"] = log.run("link", keys["link"], lambda: run_link_entities(work.root, beam_args, workers))

@@ -19,23 +19,27 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from clirmatrix.beam_jobs import common
-from clirmatrix.pipeline import fileio
-from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, FileReport, check_bad_fraction
-from clirmatrix.pipeline.config import DEFAULT_MIN_DOCS, comma_list
+from clirmatrix.pipeline import bz2_ranges, fileio, gzip_ranges
+from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, TRUNCATED_STREAM, DamagedInputError, FileReport, check_bad_fraction
+from clirmatrix.pipeline.bz2_ranges import BlockRange
+from clirmatrix.pipeline.config import DEFAULT_MIN_DOCS, DEFAULT_SPLIT_BYTES, DEFAULT_SPLIT_MB, comma_list
 from clirmatrix.pipeline.dedup import drop_duplicate_ids
-from clirmatrix.pipeline.dumps import CIRRUS, DumpFile, discover
-from clirmatrix.pipeline.formats import cirrus, mediawiki_xml
+from clirmatrix.pipeline.dumps import CIRRUS, HTML, SOURCES, XML, DumpFile, discover
+from clirmatrix.pipeline.formats import cirrus, enterprise_html, mediawiki_xml
+from clirmatrix.pipeline.gzip_ranges import GzipUnit
 from clirmatrix.pipeline.languages import is_unspaced
 from clirmatrix.pipeline.parquet_io import ParquetSink, row_counts
+from clirmatrix.pipeline.positions import pack_position
 from clirmatrix.pipeline.progress import ProgressLog
 from clirmatrix.pipeline.truncate import DEFAULT_MAX_CHARS, DEFAULT_MAX_TOKENS, rule_for
 from clirmatrix.pipeline.truncate_arrow import truncate_array
@@ -47,6 +51,7 @@ DUPLICATE_ID = "duplicate_id"
 # allocators reuse; 10,000 (the default) made every flush fault in fresh pages (twice the
 # page faults, 5-10% more CPU, 1.8x the peak memory of a worker).
 ROWS_PER_GROUP = 2_000
+INDEX_FOLDER = "_index"  # the tar.gz dumps' seek indexes, inside the stage folder
 
 
 @dataclass(frozen=True)
@@ -58,20 +63,161 @@ class DocsSettings:
     max_tokens: int = DEFAULT_MAX_TOKENS
     max_chars: int = DEFAULT_MAX_CHARS
     extra_unspaced: tuple[str, ...] = ()
+    split_bytes: int = DEFAULT_SPLIT_BYTES  # compressed bytes per range of a dump read in ranges; output does not depend on it
 
 
-def output_path(out_dir: str, dump: DumpFile, rank: int) -> str:
+class DocsUnit(NamedTuple):
+    """One unit of the docs stage: a whole dump file, or one range of it (docs/scale.md#big-files)."""
+
+    rank: int  # the unit's place in its language: outputs sort in dump order
+    dump: DumpFile
+    part: BlockRange | GzipUnit | None = None  # a bz2 range, a range of a tar.gz member, or None: the whole file
+    index_path: str = ""  # a tar.gz range: its dump's seek index
+    first_line: int = 0  # a tar.gz range: the NDJSON lines of the archive's members before its member
+
+    def describe(self) -> str:
+        name = fileio.basename(self.dump.path)
+        if isinstance(self.part, GzipUnit):
+            return f"{name} {self.part.name} (bytes {self.part.start:,} to {self.part.end:,} of the tar)"
+        return f"{name} {self.part.describe()}" if self.part is not None else name
+
+
+def reads_in_ranges(dump: DumpFile) -> bool:
+    """Whether a dump is cut into ranges of bz2 blocks: MediaWiki XML in bz2 (its pages are found in any block).
+
+    CirrusSearch dumps are read whole: their gzip has no index, and a range of their bz2
+    parts could split an action line from its document line.
+    """
+    return dump.kind == XML and dump.path.endswith(".bz2")
+
+
+def index_path(out_dir: str, dump: DumpFile, spacing: int) -> str:
+    """Where a tar.gz dump's seek index is kept during the stage."""
+    return fileio.join(out_dir, INDEX_FOLDER, f"{fileio.basename(dump.path)}.{spacing}.gzi")
+
+
+def index_spacing(split_bytes: int) -> int:
+    """Checkpoints at least as close as the units: half a unit, within zlib's and the index's sensible bounds."""
+    return max(gzip_ranges.MIN_SPACING, min(gzip_ranges.DEFAULT_SPACING, split_bytes // 2))
+
+
+def _unit_lines(raw: BinaryIO, unit: DocsUnit, report: FileReport) -> Iterator[tuple[int, bytes]]:
+    """``(line number in the archive's NDJSON, line)`` of a tar.gz range, as ``enterprise_html.tar_lines`` numbers them."""
+    index = gzip_ranges.GzipIndex.from_bytes(fileio.read_bytes(unit.index_path), raw, unit.index_path)
+    number = unit.first_line
+    try:
+        for line in gzip_ranges.iter_unit_lines(raw, index, unit.part, unit.dump.path):
+            number = unit.first_line + line.number
+            yield number, line.data
+            if not line.data.endswith(b"\n"):
+                report.reject(number, TRUNCATED_STREAM, f"member {unit.part.name} ends inside line {line.number:,} (no final newline)")
+    except gzip_ranges.GzipStreamError as error:
+        report.reject(number + 1, error.kind, f"{error} ({unit.describe()})")
+
+
+def plan_units(dumps: dict[str, list[DumpFile]], split_bytes: int, out_dir: str = "") -> list[DocsUnit]:
+    """Every language's units in dump order: whole files, bz2 XML dumps in ranges of ~``split_bytes`` compressed bytes,
+    and Enterprise HTML dumps in ranges of their tar members cut at the checkpoints of their indexes (built first).
+
+    Planning reads a few MB around each bz2 cut (``bz2_ranges.plan_ranges``), and finds a
+    bz2 dump cut short before any work starts.
+    """
+    units = []
+    for lang in sorted(dumps):
+        rank = 0
+        for dump in dumps[lang]:
+            if dump.kind == HTML:
+                path = index_path(out_dir, dump, index_spacing(split_bytes))
+                index = gzip_ranges.GzipIndex.from_bytes(fileio.read_bytes(path), path=path)
+                before, lines = {}, 0
+                for number, member in enumerate(index.members):
+                    before[number] = lines
+                    lines += member.lines if enterprise_html.is_ndjson(member.name) else 0
+                for part in gzip_ranges.plan_units(index, split_bytes):
+                    if enterprise_html.is_ndjson(part.name):
+                        units.append(DocsUnit(rank, dump, part, path, before[part.member]))
+                        rank += 1
+                continue
+            parts: list[BlockRange | None] = [None]
+            if reads_in_ranges(dump):
+                with fileio.open_raw(dump.path) as raw:
+                    parts = list(bz2_ranges.plan_ranges(raw, fileio.size_of(dump.path), split_bytes, dump.path))
+            for part in parts:
+                units.append(DocsUnit(rank, dump, part))
+                rank += 1
+    return units
+
+
+class IndexGzipDump(common.StorageDoFn):
+    """One tar.gz dump -> its seek index (one pass that only inflates); reports a damaged file instead of raising."""
+
+    def __init__(self, out_dir: str, spacing: int, beam_args: Sequence[str] = ()) -> None:
+        super().__init__(beam_args)
+        self.out_dir = out_dir
+        self.spacing = spacing
+
+    def process(self, dump: DumpFile) -> Iterator[str]:
+        name = fileio.basename(dump.path)
+        common.write_report(fileio.join(self.out_dir, INDEX_FOLDER), name, build_dump_index(dump, self.out_dir, self.spacing))
+        yield name
+
+
+def build_dump_index(dump: DumpFile, out_dir: str, spacing: int) -> dict:
+    """Index one tar.gz dump into ``index_path``; returns the unit's report, with ``error`` for a damaged file."""
+    report: dict = {"file": dump.path}
+    started = time.perf_counter()
+    try:
+        with fileio.open_raw(dump.path) as raw:
+            index = gzip_ranges.build_index(raw, dump.path, spacing, tar=True)
+        fileio.write_bytes(index_path(out_dir, dump, spacing), index.to_bytes())
+        report.update(checkpoints=len(index.checkpoints), members=len(index.members), uncompressed=index.uncompressed_size)
+    except (gzip_ranges.GzipStreamError, gzip_ranges.NotATarError) as error:
+        report.update(error=str(error))
+    report["seconds"] = round(time.perf_counter() - started, 3)
+    return report
+
+
+def index_dumps(dumps: dict[str, list[DumpFile]], out_dir: str, split_bytes: int, beam_args: Sequence[str], workers: int | None) -> None:
+    """Index every Enterprise HTML dump (one unit each, before the stage's other units); a damaged one stops the stage."""
+    html = [dump for lang in sorted(dumps) for dump in dumps[lang] if dump.kind == HTML]
+    if not html:
+        return
+    spacing = index_spacing(split_bytes)
+    common.run_stage("IndexDumps", html, beam.ParDo(IndexGzipDump(out_dir, spacing, beam_args)), beam_args, workers or common.default_workers(len(html)))
+    failed = [report["error"] for report in common.read_reports(fileio.join(out_dir, INDEX_FOLDER)) if "error" in report]
+    if failed:
+        raise DamagedInputError("input that cannot be read to its end; nothing was built from it. Download it again:\n" + "\n".join("    " + line for line in sorted(failed)))
+
+
+def output_path(out_dir: str, unit: DocsUnit) -> str:
     """``{out}/{lang}/{rank}-{dump name without extensions}.parquet``: sorts in dump order."""
-    stem = fileio.basename(dump.path).split(".")[0]
-    return fileio.join(out_dir, dump.lang, f"{rank:05d}-{stem}.parquet")
+    stem = fileio.basename(unit.dump.path).split(".")[0]
+    return fileio.join(out_dir, unit.dump.lang, f"{unit.rank:05d}-{stem}.parquet")
 
 
 def read_dump(raw: BinaryIO, dump: DumpFile, report: FileReport, background_inflate: bool = False) -> Iterator[cirrus.Article]:
-    """The articles of one opened dump file, in dump order; every record lands in ``report``."""
+    """The articles of one opened dump file, read whole, in dump order; every record lands in ``report``."""
     stream = fileio.open_dump(raw, dump.path, background_inflate)
     if dump.kind == CIRRUS:
         return cirrus.read_articles(fileio.iter_lines(stream, report), report)
+    if dump.kind == HTML:
+        return enterprise_html.read_articles(enterprise_html.tar_lines(stream, report), report)
     return mediawiki_xml.read_articles(stream, report)
+
+
+def read_range(raw: BinaryIO, unit: DocsUnit, report: FileReport, crc_pieces: list) -> Iterator[cirrus.Article]:
+    """The articles whose record starts in the unit's range (a bz2 XML dump's pages, a tar.gz's NDJSON lines);
+    a damaged stream ends it with one reject."""
+    name, size = unit.dump.path, fileio.size_of(unit.dump.path)
+    if isinstance(unit.part, GzipUnit):
+        yield from enterprise_html.read_articles(_unit_lines(raw, unit, report), report)
+        return
+    try:
+        prologue = bz2_ranges.xml_prologue(raw, size, name)
+        pages = bz2_ranges.iter_page_records(raw, size, unit.part, name, crc_pieces)
+        yield from mediawiki_xml.read_page_records(prologue, pages, report)
+    except bz2_ranges.Bz2StreamError as error:
+        report.reject(pack_position(error.byte_offset * 8, 0), error.kind, f"{error.detail} ({unit.describe()})")
 
 
 class ExtractDumpFile(common.StorageDoFn):
@@ -85,23 +231,38 @@ class ExtractDumpFile(common.StorageDoFn):
         self.kept = Metrics.counter("clirmatrix", "docs_kept")
         self.rejected = Metrics.counter("clirmatrix", "records_rejected")
 
-    def process(self, unit: tuple[int, DumpFile]) -> Iterator[tuple[str, dict]]:
-        rank, dump = unit
+    def process(self, unit: DocsUnit) -> Iterator[tuple[str, dict]]:
+        dump = unit.dump
         report = FileReport(file=dump.path, lang=dump.lang)
         rule = rule_for(is_unspaced(dump.lang, set(self.settings.extra_unspaced)), self.settings.max_tokens, self.settings.max_chars)
-        out_path = output_path(self.out_dir, dump, rank)
+        out_path = output_path(self.out_dir, unit)
         dump_name = fileio.basename(dump.path)
+        crc_pieces: list = []
         # The truncated text is cut from each batch of full texts in compiled code.
         derived = {"text": lambda columns: truncate_array(columns["text_full"], rule)}
         with fileio.open_raw(dump.path) as raw, ParquetSink(out_path, DOCS, ROWS_PER_GROUP, derived) as sink:
-            progress = ProgressLog(f"{dump.lang} {dump_name}", fileio.size_of(dump.path), raw.tell)
-            for article in read_dump(raw, dump, report, self.background_inflate):
+            if unit.part is None:
+                progress = ProgressLog(f"{dump.lang} {dump_name}", fileio.size_of(dump.path), raw.tell)
+                articles = read_dump(raw, dump, report, self.background_inflate)
+            else:
+                start, span = _span(unit.part)
+                progress = ProgressLog(f"{dump.lang} {unit.describe()}", span, lambda: raw.tell() - start)
+                articles = read_range(raw, unit, report, crc_pieces)
+            for article in articles:
                 sink.add((dump.lang, article.doc_id, article.title, article.text, article.entity, dump_name, article.line))
                 progress.tick()
             seconds = progress.finish()
         self.kept.inc(report.kept)
         self.rejected.inc(report.bad)
-        yield dump.lang, {"rank": rank, "output": out_path, "seconds": round(seconds, 3), "report": report.to_dict()}
+        part = {"index": unit.part.index, "crc_pieces": [list(piece) for piece in crc_pieces]} if isinstance(unit.part, BlockRange) else None
+        yield dump.lang, {"rank": unit.rank, "output": out_path, "part": part, "seconds": round(seconds, 3), "report": report.to_dict()}
+
+
+def _span(part: BlockRange | GzipUnit) -> tuple[int, int]:
+    """A range's first compressed byte (about) and its compressed bytes, for progress."""
+    if isinstance(part, BlockRange):
+        return part.start_bit >> 3, part.compressed_bytes
+    return 0, part.compressed
 
 
 class FinalizeLanguage(common.StorageDoFn):
@@ -156,8 +317,9 @@ def run_extract_docs(
     workers: int | None = None,
 ) -> dict:
     """Run the stage and return its summary; raises ``TooManyBadRecords`` past the limit."""
-    units = [(rank, dump) for lang in sorted(dumps) for rank, dump in enumerate(dumps[lang])]
     common.start_stage(out_dir)
+    index_dumps(dumps, out_dir, settings.split_bytes, beam_args, workers)
+    units = plan_units(dumps, settings.split_bytes, out_dir)
     workers = workers or common.default_workers(len(units))
     # A second inflating thread pays only where a core is spare: one local worker on a
     # multi-core machine. With a worker per core (or on a cluster) it only competes.
@@ -166,12 +328,30 @@ def run_extract_docs(
     summaries = sorted(common.read_reports(out_dir), key=lambda summary: summary["lang"])
     reports = {s["lang"]: [FileReport.from_dict(unit["report"]) for unit in s["units"]] for s in summaries}
     check_bad_fraction(reports, settings.max_bad_fraction)
+    ranges: dict[str, list[dict]] = {}
+    for summary in summaries:
+        for unit in summary["units"]:
+            if unit.get("part"):
+                ranges.setdefault(unit["report"]["file"], []).append(unit["part"])
+    check_stream_crcs(ranges)
     summary = _summarise(summaries, settings)
     for lang, entry in summary["dropped"].items():
         fileio.remove_tree(fileio.join(out_dir, lang))
         LOG.warning("%s dropped: %s documents, fewer than --min-docs %s", lang, f"{entry['docs']:,}", f"{settings.min_docs:,}")
     common.finish_stage(out_dir, summary)
     return summary
+
+
+def check_stream_crcs(ranges: dict[str, list[dict]]) -> None:
+    """The combined CRC of every bz2 stream that crosses a range boundary: only the ranges together can check it.
+
+    ``ranges``: per dump file, its ranges' ``part`` reports (``index`` and ``crc_pieces``).
+    """
+    for path, parts in sorted(ranges.items()):
+        try:
+            bz2_ranges.check_stream_crcs(path, [part["crc_pieces"] for part in sorted(parts, key=lambda part: part["index"])])
+        except bz2_ranges.Bz2StreamError as error:
+            raise DamagedInputError(f"{path}: {error.detail} (at byte {error.byte_offset:,}); download it again and check it against the md5sums") from None
 
 
 def _summarise(summaries: list[dict], settings: DocsSettings) -> dict:
@@ -202,8 +382,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dumps", required=True, help="folder (or bucket prefix) holding the dumps")
     parser.add_argument("--out", required=True, help="folder for the docs Parquet")
     parser.add_argument("--langs", type=comma_list, default=None)
-    parser.add_argument("--source", choices=["auto", "cirrus", "xml"], default="auto")
+    parser.add_argument("--source", choices=SOURCES, default="auto")
     parser.add_argument("--min-docs", type=int, default=DEFAULT_MIN_DOCS)
+    parser.add_argument("--split-mb", type=int, default=DEFAULT_SPLIT_MB, help="compressed MB per unit of a dump read in ranges")
     parser.add_argument("--max-bad-fraction", type=float, default=DEFAULT_MAX_BAD_FRACTION)
     parser.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per file, up to the cores)")
     return parser
@@ -215,7 +396,7 @@ def run(argv: Sequence[str] | None = None) -> dict:
     found = discover(args.dumps, args.langs, args.source)
     for note in found.notes:
         LOG.warning(note)
-    settings = DocsSettings(min_docs=args.min_docs, max_bad_fraction=args.max_bad_fraction)
+    settings = DocsSettings(min_docs=args.min_docs, max_bad_fraction=args.max_bad_fraction, split_bytes=args.split_mb << 20)
     return run_extract_docs(found.docs, args.out, settings, beam_args, args.workers)
 
 

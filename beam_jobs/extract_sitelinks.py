@@ -1,9 +1,12 @@
-"""Wikidata JSON dump -> ``sitelinks`` Parquet (entity, lang, title) for the selected languages.
+"""Link sources -> ``sitelinks`` Parquet (entity, lang, title) and page entities (doc_id, entity).
 
-Each dump file (``latest-all.json.gz``, or several shards) is read by one DoFn; a
-line without the quoted site key of any selected language is skipped unparsed
-(see ``clirmatrix.pipeline.formats.wikidata``), the rest are parsed with orjson.
-Output: ``{out}/{lang}/{NNNNN}-{dump name}.parquet`` in dump order.
+The Wikidata-wide source (``--links``, docs/method.md section 3) is either the
+``wb_items_per_site`` SQL dump (a few GB) or the JSON dump (well over 100 GB); its rows
+or entity lines become sitelinks of the selected languages in
+``{out}/{lang}/{NNNNN}-{dump name}.parquet``. For the JSON dump, a line without the
+quoted site key of any selected language is skipped unparsed
+(``clirmatrix.pipeline.formats.wikidata``). Each wiki's ``page_props`` dump becomes
+``{out}/_page_props/{lang}/{NNNNN}-{dump name}.parquet``: which item each page id is.
 
 Example::
 
@@ -18,23 +21,47 @@ import contextlib
 import logging
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from typing import IO, BinaryIO, NamedTuple
 
 import apache_beam as beam
 
 from clirmatrix.beam_jobs import common
-from clirmatrix.pipeline import fileio
-from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, FileReport, check_bad_fraction
-from clirmatrix.pipeline.config import comma_list
-from clirmatrix.pipeline.formats.wikidata import SitelinkFilter, read_sitelinks
+from clirmatrix.pipeline import bz2_ranges, fileio
+from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, DamagedInputError, FileReport, check_bad_fraction
+from clirmatrix.pipeline.bz2_ranges import BlockRange
+from clirmatrix.pipeline.config import DEFAULT_SPLIT_BYTES, comma_list
+from clirmatrix.pipeline.corpus import PAGE_PROPS_FOLDER
+from clirmatrix.pipeline.dumps import ITEMS_PER_SITE, PAGE_PROPS, WIKIDATA_JSON, LinkInputs
+from clirmatrix.pipeline.formats.mediawiki_sql import read_items_per_site, read_page_props
+from clirmatrix.pipeline.formats.wikidata import Framing, Sitelink, SitelinkFilter, read_sitelinks
 from clirmatrix.pipeline.parquet_io import ParquetSink
+from clirmatrix.pipeline.positions import pack_position
 from clirmatrix.pipeline.progress import ProgressLog
-from clirmatrix.schemas import SITELINKS
+from clirmatrix.schemas import PAGE_ENTITIES, SITELINKS
 
 LOG = logging.getLogger("clirmatrix")
 
 
-class ExtractSitelinksFile(common.StorageDoFn):
-    """One Wikidata dump file -> one sitelinks Parquet file per selected language."""
+class LinkUnit(NamedTuple):
+    """One links input file: a Wikidata-wide source (every selected language) or one wiki's page_props."""
+
+    rank: int
+    kind: str  # dumps.WIKIDATA_JSON, dumps.ITEMS_PER_SITE or dumps.PAGE_PROPS
+    path: str
+    lang: str = ""  # page_props: the wiki's language
+    part: BlockRange | None = None  # a range of a bz2 JSON dump; None: the whole file
+
+    @property
+    def name(self) -> str:
+        return f"{self.rank:05d}-{fileio.basename(self.path).split('.')[0]}"
+
+    def describe(self) -> str:
+        name = fileio.basename(self.path)
+        return f"{name} {self.part.describe()}" if self.part is not None else name
+
+
+class ExtractLinksFile(common.StorageDoFn):
+    """One links input file -> sitelinks Parquet per selected language, or one language's page entities."""
 
     def __init__(self, out_dir: str, langs: Sequence[str], prefilter: bool = True, beam_args: Sequence[str] = ()) -> None:
         super().__init__(beam_args)
@@ -42,33 +69,91 @@ class ExtractSitelinksFile(common.StorageDoFn):
         self.langs = sorted(langs)
         self.prefilter = prefilter
 
-    def process(self, unit: tuple[int, str]) -> Iterator[str]:
-        rank, path = unit
+    def process(self, unit: LinkUnit) -> Iterator[str]:
+        report = FileReport(file=unit.path, lang=unit.lang)
+        part: dict = {}
+        with fileio.open_raw(unit.path) as raw:
+            if unit.part is None:
+                stream = fileio.open_dump(raw, unit.path)
+                progress = ProgressLog(f"{unit.kind} {unit.describe()}", fileio.size_of(unit.path), raw.tell, unit="links")
+            else:
+                stream, start = raw, unit.part.start_bit >> 3
+                progress = ProgressLog(f"{unit.kind} {unit.describe()}", unit.part.compressed_bytes, lambda: raw.tell() - start, unit="links")
+            if unit.kind == PAGE_PROPS:
+                counts = self._page_entities(unit, stream, report, progress)
+            else:
+                counts = self._sitelinks(unit, stream, report, progress, part)
+            seconds = progress.finish()
+        common.write_report(
+            self.out_dir,
+            unit.name,
+            {"rank": unit.rank, "kind": unit.kind, "lang": unit.lang, "seconds": round(seconds, 3), "links": counts, "part": part or None, "report": report.to_dict()},
+        )
+        yield unit.name
+
+    def _sitelinks(self, unit: LinkUnit, stream: IO[bytes], report: FileReport, progress: ProgressLog, part: dict) -> dict[str, int]:
         selection = SitelinkFilter(self.langs, self.prefilter)
-        report = FileReport(file=path)
-        stem = fileio.basename(path).split(".")[0]
+        if unit.kind == ITEMS_PER_SITE:
+            links = read_items_per_site(stream, selection, report)
+        elif unit.part is None:
+            links = read_sitelinks(fileio.iter_lines(stream, report), selection, report)
+        else:
+            links = _range_sitelinks(stream, unit, selection, report, part)
         per_lang = Counter()
         with contextlib.ExitStack() as stack:
-            sinks = {
-                lang: stack.enter_context(ParquetSink(fileio.join(self.out_dir, lang, f"{rank:05d}-{stem}.parquet"), SITELINKS))
-                for lang in self.langs
-            }
-            raw = stack.enter_context(fileio.open_raw(path))
-            progress = ProgressLog(f"wikidata {fileio.basename(path)}", fileio.size_of(path), raw.tell, unit="sitelinks")  # ticked per sitelink kept
-            for line in read_sitelinks(fileio.iter_lines(fileio.open_dump(raw, path), report), selection, report):
-                sinks[line.lang].add(line)
-                per_lang[line.lang] += 1
+            sinks = {lang: stack.enter_context(ParquetSink(fileio.join(self.out_dir, lang, f"{unit.name}.parquet"), SITELINKS)) for lang in self.langs}
+            for link in links:
+                sinks[link.lang].add(link)
+                per_lang[link.lang] += 1
                 progress.tick()
-            seconds = progress.finish()
-        name = f"{rank:05d}-{stem}"
-        common.write_report(
-            self.out_dir, name, {"rank": rank, "seconds": round(seconds, 3), "sitelinks": dict(sorted(per_lang.items())), "report": report.to_dict()}
-        )
-        yield name
+        return dict(sorted(per_lang.items()))
+
+    def _page_entities(self, unit: LinkUnit, stream: IO[bytes], report: FileReport, progress: ProgressLog) -> dict[str, int]:
+        rows = 0
+        with ParquetSink(fileio.join(self.out_dir, PAGE_PROPS_FOLDER, unit.lang, f"{unit.name}.parquet"), PAGE_ENTITIES) as sink:
+            for page_id, entity in read_page_props(stream, report):
+                sink.add((page_id, entity))
+                rows += 1
+                progress.tick()
+        return {unit.lang: rows}
 
 
-class ExtractSitelinks(beam.PTransform):
-    """``(rank, path)`` of Wikidata dump files -> per-language sitelinks Parquet; outputs each file's name."""
+def _range_sitelinks(raw: BinaryIO, unit: LinkUnit, selection: SitelinkFilter, report: FileReport, part: dict) -> Iterator[Sitelink]:
+    """The sitelinks of the entity lines a range of a bz2 JSON dump owns; fills ``part`` with what the stage checks across ranges."""
+    name, size, framing, crc_pieces = unit.path, fileio.size_of(unit.path), Framing(), []
+    try:
+        yield from read_sitelinks(bz2_ranges.iter_line_records(raw, size, unit.part, name, crc_pieces), selection, report, framing)
+    except bz2_ranges.Bz2StreamError as error:
+        report.reject(pack_position(error.byte_offset * 8, 0), error.kind, f"{error.detail} ({unit.describe()})")
+    part.update(index=unit.part.index, last=unit.part.end_bit >> 3 >= size, framing=framing.to_dict(), crc_pieces=[list(piece) for piece in crc_pieces])
+
+
+def _by_file(reports: Sequence[FileReport]) -> dict[str, list[FileReport]]:
+    """Reports grouped by input file: the bad-input limit applies to a file, whatever ranges it was read in."""
+    groups: dict[str, list[FileReport]] = {}
+    for report in reports:
+        groups.setdefault(report.file, []).append(report)
+    return groups
+
+
+def check_ranges(units_done: Sequence[dict]) -> None:
+    """Across the ranges of each bz2 JSON dump: the combined CRC of streams crossing a cut, and the array opened and closed."""
+    by_file: dict[str, list[dict]] = {}
+    for unit in units_done:
+        if unit.get("part"):
+            by_file.setdefault(unit["report"]["file"], []).append(unit["part"])
+    for path, parts in sorted(by_file.items()):
+        parts.sort(key=lambda part: part["index"])
+        try:
+            bz2_ranges.check_stream_crcs(path, [part["crc_pieces"] for part in parts])
+        except bz2_ranges.Bz2StreamError as error:
+            raise DamagedInputError(f"{path}: {error.detail} (at byte {error.byte_offset:,}); download it again and check it against the md5sums") from None
+        if parts[0]["framing"]["opens"] and not parts[-1]["framing"]["closes"]:
+            raise DamagedInputError(f"{path}: the entity array opened on line 1 is never closed with ']': the file was cut short; download it again")
+
+
+class ExtractLinks(beam.PTransform):
+    """``LinkUnit`` elements -> sitelinks and page entities Parquet; outputs each unit's name."""
 
     def __init__(self, out_dir: str, langs: Sequence[str], prefilter: bool = True, beam_args: Sequence[str] = ()) -> None:
         super().__init__()
@@ -77,39 +162,61 @@ class ExtractSitelinks(beam.PTransform):
         self.prefilter = prefilter
         self.beam_args = list(beam_args)
 
-    def expand(self, files):
-        # One element per dump file; each is read whole by one worker, every line in order.
-        return files | "ReadWikidataFile" >> beam.ParDo(ExtractSitelinksFile(self.out_dir, self.langs, self.prefilter, self.beam_args))
+    def expand(self, units):
+        # One element per input file; each is read whole by one worker, every record in order.
+        return units | "ReadLinksFile" >> beam.ParDo(ExtractLinksFile(self.out_dir, self.langs, self.prefilter, self.beam_args))
+
+
+def link_units(sources: LinkInputs, langs: Sequence[str], split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[LinkUnit]:
+    """The stage's units: the Wikidata-wide files in name order (a bz2 JSON dump in ranges), then each kept language's page_props."""
+    units: list[LinkUnit] = []
+    for path in sorted(sources.sitelinks_files):
+        parts: list[BlockRange | None] = [None]
+        if sources.sitelinks_kind == WIKIDATA_JSON and path.endswith(".bz2"):
+            with fileio.open_raw(path) as raw:
+                parts = list(bz2_ranges.plan_ranges(raw, fileio.size_of(path), split_bytes, path))
+        units += [LinkUnit(len(units) + n, sources.sitelinks_kind, path, part=part) for n, part in enumerate(parts)]
+    wanted = set(langs)
+    units += [LinkUnit(len(units) + n, PAGE_PROPS, path, lang) for n, (lang, path) in enumerate(p for p in sources.page_props if p[0] in wanted)]
+    return units
 
 
 def run_extract_sitelinks(
-    wikidata_files: Sequence[str],
+    sources: LinkInputs,
     langs: Sequence[str],
     out_dir: str,
     max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION,
     beam_args: Sequence[str] = (),
     workers: int | None = None,
     prefilter: bool = True,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
 ) -> dict:
     """Run the stage and return its summary; raises ``TooManyBadRecords`` past the limit."""
-    if not wikidata_files:
-        raise FileNotFoundError("no Wikidata dump (latest-all.json.gz or wikidata-YYYYMMDD-all.json.gz) was given")
-    units = list(enumerate(sorted(wikidata_files)))
+    units = link_units(sources, langs, split_bytes)
     common.start_stage(out_dir)
-    common.run_stage("ExtractSitelinks", units, ExtractSitelinks(out_dir, langs, prefilter, beam_args), beam_args, workers)
+    if units:
+        common.run_stage("ExtractLinks", units, ExtractLinks(out_dir, langs, prefilter, beam_args), beam_args, workers)
     units_done = sorted(common.read_reports(out_dir), key=lambda unit: unit["rank"])
-    reports = [FileReport.from_dict(unit["report"]) for unit in units_done]
-    check_bad_fraction({report.file: [report] for report in reports}, max_bad_fraction, unit="entity lines")  # a Wikidata record is an entity line
+    wide = [FileReport.from_dict(unit["report"]) for unit in units_done if unit["kind"] != PAGE_PROPS]
+    props = [FileReport.from_dict(unit["report"]) for unit in units_done if unit["kind"] == PAGE_PROPS]
+    # A Wikidata record is an entity line (JSON) or a row (wb_items_per_site); a page_props record a row.
+    check_bad_fraction(_by_file(wide), max_bad_fraction, unit="entity lines" if sources.sitelinks_kind == WIKIDATA_JSON else "rows")
+    check_bad_fraction(_by_file(props), max_bad_fraction, unit="rows")
+    check_ranges(units_done)
     totals = Counter()
     for unit in units_done:
-        totals.update(unit["sitelinks"])
+        if unit["kind"] != PAGE_PROPS:
+            totals.update(unit["links"])
     summary = {
         "stage": "sitelinks",
+        "links": sources.mode,
+        "source": sources.sitelinks_kind,
         "languages": {lang: totals.get(lang, 0) for lang in sorted(langs)},
-        "entities_read": sum(r.records for r in reports),
-        "entities_with_sitelinks": sum(r.kept for r in reports),
-        "rejected": dict(sorted(sum((r.rejected for r in reports), Counter()).items())),
-        "files": [fileio.basename(r.file) for r in reports],
+        "entities_read": sum(r.records for r in wide),
+        "entities_with_sitelinks": sum(r.kept for r in wide),
+        "rejected": dict(sorted(sum((r.rejected for r in wide + props), Counter()).items())),
+        "page_props": {unit["lang"]: unit["links"][unit["lang"]] for unit in units_done if unit["kind"] == PAGE_PROPS},
+        "files": sorted({fileio.basename(r.file) for r in wide + props}),
         "max_bad_fraction": max_bad_fraction,
     }
     common.finish_stage(out_dir, summary)
@@ -118,13 +225,15 @@ def run_extract_sitelinks(
 
 def run(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--wikidata", required=True, nargs="+", help="Wikidata dump file(s)")
+    parser.add_argument("--wikidata", required=True, nargs="+", help="Wikidata JSON dump file(s), or one wb_items_per_site SQL dump")
     parser.add_argument("--out", required=True)
     parser.add_argument("--langs", required=True, type=comma_list)
     parser.add_argument("--max-bad-fraction", type=float, default=DEFAULT_MAX_BAD_FRACTION)
     parser.add_argument("--no-prefilter", action="store_true", help="parse every line (slower; same result)")
     args, beam_args = parser.parse_known_args(argv)
-    return run_extract_sitelinks(args.wikidata, args.langs, args.out, args.max_bad_fraction, beam_args, prefilter=not args.no_prefilter)
+    kind = ITEMS_PER_SITE if any("wb_items_per_site" in fileio.basename(path) for path in args.wikidata) else WIKIDATA_JSON
+    sources = LinkInputs.wikidata_wide(kind, args.wikidata)
+    return run_extract_sitelinks(sources, args.langs, args.out, args.max_bad_fraction, beam_args, prefilter=not args.no_prefilter)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,12 @@ class LinkEntities(beam.PTransform):
 
     def expand(self, units):
         report_dir = WorkDirs(self.work_root).stage("entity_docs")
-        return units | "LinkLanguage" >> beam.ParDo(common.RunUnits(LINK, functools.partial(write_links, self.work_root), report_dir, self.beam_args))
+        return units | "LinkLanguage" >> beam.ParDo(common.RunUnits(LINK, functools.partial(link_language_unit, self.work_root), report_dir, self.beam_args))
+
+
+def link_language_unit(work_root: str, lang: str) -> dict:
+    """A language's unit: its links, with its page_props entities when the sitelinks stage read them."""
+    return write_links(work_root, lang, WorkDirs(work_root).page_props_dir(lang))
 
 
 def run_link_entities(work_root: str, beam_args: Sequence[str] = (), workers: int | None = None) -> dict:
@@ -58,7 +63,7 @@ def run_link_entities(work_root: str, beam_args: Sequence[str] = (), workers: in
     units = [Unit(LINK, lang, (lang,)) for lang in langs]
     common.run_stage("LinkEntities", units, LinkEntities(work_root, beam_args), beam_args, workers)
     stats = {report["lang"]: report for report in common.read_reports(out_dir)}
-    totals = {key: sum(s[key] for s in stats.values()) for key in ("docs", "linked_wikidata", "linked_dump", "unlinked", "disagreements")}
+    totals = {key: sum(s[key] for s in stats.values()) for key in ("docs", "linked_wikidata", "linked_dump", "unlinked", "disagreements", "page_props", "page_props_disagreements")}
     summary = {"stage": "entity_docs", "languages": dict(sorted(stats.items())), "totals": totals}
     common.finish_stage(out_dir, summary)
     return summary

@@ -44,6 +44,7 @@ import orjson
 from isal import igzip, igzip_threaded
 
 from clirmatrix.pipeline.config import comma_list
+from clirmatrix.pipeline.dumps import WIKIDATA_JSON, LinkInputs
 
 
 def _sentences(seed: int) -> list[str]:
@@ -212,7 +213,7 @@ def main() -> None:
     )
     for label, langs, prefilter in () if args.no_wikidata else wikidata_runs:
         start = time.perf_counter()
-        run_extract_sitelinks([str(wikidata)], langs, str(out / "sitelinks"), prefilter=prefilter, workers=1)
+        run_extract_sitelinks(LinkInputs.wikidata_wide(WIKIDATA_JSON, [str(wikidata)]), langs, str(out / "sitelinks"), prefilter=prefilter, workers=1)
         wikidata_seconds[label] = time.perf_counter() - start
 
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

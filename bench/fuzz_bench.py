@@ -2,15 +2,19 @@
 
 A clean sample (``clirmatrix sample --clean``: en CirrusSearch .gz, ar CirrusSearch
 .bz2 parts, fr MediaWiki XML .bz2, the Wikidata .json.gz, plus uncompressed copies of
-three of them) is damaged one way at a time, at a random place:
+three of them; and of ``--inputs fresh``, the de Enterprise HTML .tar.gz) is damaged one
+way at a time, at a random place:
 
 - ``truncate``: the file cut at any byte;
 - ``flip``: 1-3 bytes flipped anywhere in the stored (compressed) bytes;
 - ``delete``, ``duplicate``, ``garble``: one line removed, doubled, or overwritten
   with noise, inside the decompressed text (then compressed again).
 
-Each damaged file is read by the jobs' own readers (``extract_docs.read_dump``, the
-Wikidata reader) and judged by the jobs' own check (``check_bad_fraction``) with a
+Each damaged file is read as the docs stage reads it (``extract_docs.plan_units``: a
+bz2 XML dump in ranges of bz2 blocks, the HTML dump through its seek index in ranges of
+its members, the rest whole; ranges of 16 kB so that every file is several) or as the
+Wikidata reader does, and judged by the jobs' own checks (``check_bad_fraction``, and
+the cross-range CRC check) with a
 ``--max-bad-fraction`` of 5%, so a few bad lines pass and their accounting is checked:
 
 - ``failed``: the check stopped the run with a message naming the file (exit 2 in the CLI);
@@ -39,16 +43,18 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from clirmatrix.beam_jobs.extract_docs import read_dump
+from clirmatrix.beam_jobs import extract_docs
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.badinput import DamagedInputError, FileReport, TooManyBadRecords, check_bad_fraction
-from clirmatrix.pipeline.dumps import CIRRUS, XML, DumpFile
+from clirmatrix.pipeline.dumps import CIRRUS, HTML, XML, DumpFile
+from clirmatrix.pipeline.errors import InputError
 from clirmatrix.pipeline.formats.wikidata import SitelinkFilter, read_sitelinks
 from clirmatrix.pipeline.sample import write_sample_dumps
 
 MUTATIONS = ("truncate", "flip", "delete", "duplicate", "garble")
 MAX_BAD_FRACTION = 0.05
 LANGS = ("en", "ar", "fr")
+SPLIT_BYTES = 16_000  # several ranges per sample file (the HTML index's checkpoints are at least 64 kB apart)
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,7 @@ class Input:
     name: str  # e.g. "cirrus.gz"
     path: Path
     lang: str
-    kind: str  # CIRRUS, XML or "wikidata"
+    kind: str  # CIRRUS, HTML, XML or "wikidata"
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,8 @@ def prepare_inputs(folder: Path, docs_per_lang: int = 300, seed: int = 13) -> li
     if dumps.exists():
         shutil.rmtree(dumps)
     write_sample_dumps(dumps, docs_per_lang, LANGS, seed, broken=False)
+    write_sample_dumps(folder / "fresh", docs_per_lang, ("de",), seed, broken=False, inputs="fresh")
+    html = next((folder / "fresh").glob("dewiki-NS0-*-ENTERPRISE-HTML.json.tar.gz"))
     en = next(dumps.glob("enwiki-*.json.gz"))
     ar = sorted(dumps.glob("**/arwiki_content-*.json.bz2"))[0]
     fr = next(dumps.glob("frwiki-*.xml.bz2"))
@@ -90,7 +98,7 @@ def prepare_inputs(folder: Path, docs_per_lang: int = 300, seed: int = 13) -> li
         copies.append(target)
     return [
         Input("cirrus.gz", en, "en", CIRRUS), Input("cirrus.bz2", ar, "ar", CIRRUS), Input("cirrus.json", copies[0], "en", CIRRUS),
-        Input("xml.bz2", fr, "fr", XML), Input("xml", copies[1], "fr", XML),
+        Input("xml.bz2", fr, "fr", XML), Input("xml", copies[1], "fr", XML), Input("html.tar.gz", html, "de", HTML),
         Input("wikidata.json.gz", wikidata, "", "wikidata"), Input("wikidata.json", copies[2], "", "wikidata"),
     ]  # fmt: skip
 
@@ -140,14 +148,35 @@ def mutate(data: bytes, path: Path, mutation: str, rng: random.Random) -> tuple[
 def read_counts(item: Input, path: Path) -> FileReport:
     """Read a dump file as its job does and apply the job's check; raises as the job would."""
     report = FileReport(file=str(path), lang=item.lang)
-    with fileio.open_raw(str(path)) as raw:
-        if item.kind == "wikidata":
+    if item.kind == "wikidata":
+        with fileio.open_raw(str(path)) as raw:
             for _ in read_sitelinks(fileio.iter_lines(fileio.open_dump(raw, str(path), False), report), SitelinkFilter(LANGS), report):
                 pass
-        else:
-            for _ in read_dump(raw, DumpFile(str(path), item.lang, item.kind, "20240301"), report):
+        check_bad_fraction({"wikidata": [report]}, MAX_BAD_FRACTION)
+        return report
+    dump = DumpFile(str(path), item.lang, item.kind, "20240301")
+    work = str(path.parent / "_work")
+    fileio.remove_tree(work)
+    if item.kind == HTML:
+        index = extract_docs.build_dump_index(dump, work, extract_docs.index_spacing(SPLIT_BYTES))
+        if "error" in index:
+            raise DamagedInputError(index["error"])
+    reports, parts = [], []
+    for unit in extract_docs.plan_units({item.lang: [dump]}, SPLIT_BYTES, work):
+        unit_report, pieces = FileReport(file=str(path), lang=item.lang), []
+        with fileio.open_raw(str(path)) as raw:
+            articles = extract_docs.read_dump(raw, dump, unit_report) if unit.part is None else extract_docs.read_range(raw, unit, unit_report, pieces)
+            for _ in articles:
                 pass
-    check_bad_fraction({item.lang or "wikidata": [report]}, MAX_BAD_FRACTION)
+        reports.append(unit_report)
+        if unit.part is not None and item.kind == XML:
+            parts.append({"index": unit.part.index, "crc_pieces": [list(piece) for piece in pieces]})
+    check_bad_fraction({item.lang: reports}, MAX_BAD_FRACTION)
+    extract_docs.check_stream_crcs({str(path): parts})
+    for unit_report in reports:  # one report for the file, as a whole-file read gives
+        report.records, report.kept = report.records + unit_report.records, report.kept + unit_report.kept
+        report.filtered.update(unit_report.filtered)
+        report.rejected.update(unit_report.rejected)
     return report
 
 
@@ -161,7 +190,7 @@ def run_case(item: Input, mutation: str, rng: random.Random, work: Path, baselin
 
     try:
         report = read_counts(item, target)
-    except (DamagedInputError, TooManyBadRecords) as error:
+    except (DamagedInputError, TooManyBadRecords, InputError) as error:  # InputError: what the CLI prints as one line
         named = str(target) in str(error)
         return outcome("failed" if named else "crashed", str(error).splitlines()[-1] if named else f"message does not name the file: {error}")
     except Exception:  # anything else would be a traceback in the CLI

@@ -94,8 +94,15 @@ def cli(verbose: bool) -> None:
 @click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
 @click.option("--clean/--broken", default=False, show_default=True, help="--broken (default) puts one bad record in each dump, as real dumps have.")
 @click.option("--force", is_flag=True, help="Write into OUT_DIR even when it is not empty (files of the same names are replaced, others stay).")
-def sample(out_dir: str, docs_per_lang: int, langs: str, seed: int, clean: bool, force: bool) -> None:
-    """Write small, realistic sample dumps (CirrusSearch, XML, Wikidata) into OUT_DIR.
+@click.option(
+    "--inputs",
+    type=click.Choice(["classic", "fresh"]),
+    default="classic",
+    show_default=True,
+    help="classic: the paper's inputs (CirrusSearch, Wikidata JSON); fresh: today's (Enterprise HTML, multistream XML, wb_items_per_site, page_props).",
+)
+def sample(out_dir: str, docs_per_lang: int, langs: str, seed: int, clean: bool, force: bool, inputs: str) -> None:
+    """Write small, realistic sample dumps into OUT_DIR, in the formats of 2020 or of today (--inputs).
 
     OUT_DIR must be new, empty or hold this very sample (a rerun writes nothing),
     or give --force. The last line is the build
@@ -114,20 +121,24 @@ def sample(out_dir: str, docs_per_lang: int, langs: str, seed: int, clean: bool,
         raise click.BadParameter("name at least one language", param_hint="--langs")
     check_folder_path(out_dir, "OUT_DIR")
     if os.path.isdir(out_dir) and any(os.scandir(out_dir)) and not force:
-        if written_settings(out_dir) != sample_settings(docs_per_lang, chosen, seed, not clean):
+        if written_settings(out_dir) != sample_settings(docs_per_lang, chosen, seed, not clean, inputs):
             raise SampleFolderError(f"OUT_DIR {out_dir} is not empty; pass --force to write the sample into it anyway, or give a new folder")
         world = make_world(docs_per_lang, chosen, seed)  # a rerun of the same command: those bytes are there already
         console.print(f"{out_dir} already holds this sample (same settings); nothing written (--force writes it again)", highlight=False)
     else:
         with console.status(f"writing sample dumps for {len(chosen)} languages"):
-            world = write_sample_dumps(out_dir, docs_per_lang, chosen, seed, broken=not clean)
+            world = write_sample_dumps(out_dir, docs_per_lang, chosen, seed, broken=not clean, inputs=inputs)
         articles = sum(len(entity.langs) for entity in world.entities)
         console.print(f"[green]wrote[/] {out_dir}: {len(world.entities):,} entities, {articles:,} articles in {', '.join(chosen)}")
     console.print(f"build them with: clirmatrix build --dumps {out_dir} --out OUT {' '.join(build_flags(world, broken=not clean))}", highlight=False, soft_wrap=True)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@_config_options(("dumps", "out", "langs", "skip_missing", "source", "min_docs", "max_bad_fraction", "workers"), {"out": "Folder for docs/, sitelinks/, entity_docs/ Parquet."}, config_file=False)
+@_config_options(
+    ("dumps", "out", "langs", "skip_missing", "source", "links", "min_docs", "max_bad_fraction", "split_mb", "workers"),
+    {"out": "Folder for docs/, sitelinks/, entity_docs/ Parquet."},
+    config_file=False,
+)
 @click.pass_context
 def extract(ctx: click.Context, **flags) -> None:
     """Extract documents, Wikidata sitelinks and entity links from dumps into Parquet.
@@ -140,10 +151,12 @@ def extract(ctx: click.Context, **flags) -> None:
     from clirmatrix.pipeline.config import resolve
 
     config = resolve(None, flags)
-    settings = DocsSettings(min_docs=config.min_docs, max_bad_fraction=config.max_bad_fraction)
+    settings = DocsSettings(min_docs=config.min_docs, max_bad_fraction=config.max_bad_fraction, split_bytes=config.split_mb << 20)
     out_dir = config.out
     with console.status("extracting (progress is logged per file)"):
-        result = run_extract(config.dumps, out_dir, list(config.langs) or None, config.source, settings, ctx.args, config.workers or None, config.skip_missing)
+        result = run_extract(
+            config.dumps, out_dir, list(config.langs) or None, config.source, settings, ctx.args, config.workers or None, config.skip_missing, config.links
+        )
     _print_extract_summary(result, out_dir)
 
 
@@ -170,11 +183,7 @@ def _print_extract_summary(result, out_dir: str) -> None:
         console.print(f"[yellow]dropped[/] {lang}: {entry['docs']:,} documents < --min-docs")
     for note in result.notes:
         console.print(f"[yellow]note[/] {note}")
-    rejected = result.sitelinks["rejected"]
-    console.print(
-        f"wikidata: {result.sitelinks['entities_read']:,} entity lines, {result.sitelinks['entities_with_sitelinks']:,} with a selected sitelink"
-        + (f", bad: {rejected}" if rejected else "")
-    )
+    console.print(_links_line(result.sitelinks, result.entity_docs["totals"]), highlight=False, soft_wrap=True)
     console.print(f"[green]done[/]: Parquet in {out_dir}/docs, {out_dir}/sitelinks, {out_dir}/entity_docs")
 
 
@@ -226,6 +235,17 @@ def _print_build_summary(result) -> None:
     for note in result.notes:
         console.print(f"[yellow]note[/] {note}")
     console.print(f"[green]done[/]: {result.out} (stats in {result.out}/stats, manifest.json; intermediate files in {result.work})")
+
+
+def _links_line(sitelinks: dict, totals: dict) -> str:
+    """Where the links came from, how much was read, and how the sources agreed."""
+    source, rejected = sitelinks.get("source"), sitelinks["rejected"]
+    what = "rows" if source == "items-per-site" else "entity lines"
+    line = f"links: {source} ({sitelinks['entities_read']:,} {what}, {sitelinks['entities_with_sitelinks']:,} with a selected sitelink)" if source else "links: the pages' own Wikidata items"
+    if sitelinks.get("page_props"):
+        line += f"; page_props of {', '.join(sitelinks['page_props'])} named {totals.get('page_props', 0):,} pages' items"
+        line += f" ({totals.get('page_props_disagreements', 0):,} disagreeing with the page's record)"
+    return line + (f"; bad: {rejected}" if rejected else "")
 
 
 def _print_bad_input(result) -> None:

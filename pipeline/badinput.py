@@ -15,10 +15,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from clirmatrix.pipeline.errors import InputError
+from clirmatrix.pipeline.positions import describe_position
 
 # Kinds of bad input.
 MALFORMED_JSON = "malformed_json"
 MALFORMED_XML = "malformed_xml"
+MALFORMED_PAGE = "malformed_page"  # one <page> of a dump read page by page: costs that page only
 NOT_AN_OBJECT = "not_an_object"
 DOCUMENT_WITHOUT_ACTION = "document_without_action"
 ACTION_WITHOUT_DOCUMENT = "action_without_document"
@@ -113,7 +115,7 @@ def check_complete(reports: Iterable[FileReport], unit: str = "records") -> None
         for example in report.examples:
             if example["kind"] in STREAM_LOSS:
                 damaged.append(
-                    f"{report.file}: {example['kind']} at line {example['line']:,}, after {report.records - 1:,} {unit} "
+                    f"{report.file}: {example['kind']} at {describe_position(example['line'])}, after {report.records - 1:,} {unit} "
                     f"({report.kept:,} kept): {example['detail']}"
                 )
     if damaged:
@@ -130,7 +132,7 @@ def describe_rejects(reports: Iterable[FileReport], limit: int = 10) -> list[str
         for example in report.examples:
             if len(lines) >= limit:
                 return lines
-            lines.append(f"{report.file} line {example['line']}: {example['kind']}: {example['detail']}")
+            lines.append(f"{report.file} {describe_position(example['line'])}: {example['kind']}: {example['detail']}")
     return lines
 
 

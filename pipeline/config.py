@@ -27,17 +27,19 @@ import yaml
 from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION
 from clirmatrix.pipeline.engines.base import COMBINATIONS, Bm25Settings
 from clirmatrix.pipeline.errors import InvalidInputError
+from clirmatrix.pipeline.input_kinds import LINKS, SOURCES
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES, WIKIPEDIA_LANGUAGES, check_langs, is_language_code
 from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SHARD_DOCS
 
 ENGINES = ("embedded", "elasticsearch")
-SOURCES = ("auto", "cirrus", "xml")
 
 # The defaults every command and job takes from here (the paper's where it gives one).
 DEFAULT_SEED = 13
 DEFAULT_MIN_DOCS = 10_000  # dissertation 7.2.2
 DEFAULT_TRAIN_SIZE = 10_000  # base train queries per direction (7.2.4)
 DEFAULT_EVAL_SIZE = 1_000  # dev, test1, test2 queries per direction (7.2.4)
+DEFAULT_SPLIT_MB = 128  # compressed MB per unit of a dump read in ranges: ~2 core-minutes of English XML (docs/scale.md)
+DEFAULT_SPLIT_BYTES = DEFAULT_SPLIT_MB << 20
 _BM25 = Bm25Settings()  # k1 1.2, b 0.3 (footnote 9), title^2, best_fields
 
 
@@ -79,7 +81,14 @@ class BuildConfig:
     b: float = _setting(_BM25.b, "BM25 b.", min=0, max=1)
     title_boost: float = _setting(_BM25.title_boost, "Weight of the title field.", above=0)
     combine: str = _setting(_BM25.combine, "How title and text scores combine.", choices=COMBINATIONS)
-    source: str = _setting("auto", "Which dump kind to read documents from.", choices=SOURCES)
+    source: str = _setting("auto", "Which dump kind to read documents from [default: the newest; cirrus, html, xml for one date].", choices=SOURCES)
+    links: str = _setting(
+        "auto",
+        "Where entity links come from: items-per-site (wb_items_per_site SQL dump), wikidata-json (the JSON dump), or the pages' own items "
+        "(record: from HTML and CirrusSearch records; page-props: also from page_props SQL dumps) [default: the first found of "
+        "items-per-site, wikidata-json, then the pages' own].",
+        choices=LINKS,
+    )
     max_bad_fraction: float = _setting(DEFAULT_MAX_BAD_FRACTION, "Fail when more input than this is bad.", min=0, max=1)
     base_url: str = _setting("", "URL prefix written into downloads.json.gz [default: OUT's own file:// URL].")
     es_url: str = _setting("", "Elasticsearch for --engine elasticsearch: one URL, or en=URL,de=URL [default: $CLIRMATRIX_ES_URL].")
@@ -87,6 +96,7 @@ class BuildConfig:
     threads: int = _setting(1, "Search threads per worker.", min=1)
     shard_docs: int = _setting(DEFAULT_SHARD_DOCS, "Documents per retrieval shard; results do not depend on it.", min=1)
     block_size: int = _setting(DEFAULT_BLOCK_SIZE, "Queries per unit of labelling, propagation and writing.", min=1)
+    split_mb: int = _setting(DEFAULT_SPLIT_MB, "Compressed MB per unit of extraction for dumps read in ranges (bz2 XML and Wikidata); results do not depend on it.", min=1)
 
     @property
     def work_dir(self) -> str:

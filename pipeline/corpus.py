@@ -22,6 +22,9 @@ from clirmatrix.schemas import CATALOG, DOCS
 NO_ENTITY = -1  # an unlinked document's entity in numeric columns
 
 
+PAGE_PROPS_FOLDER = "_page_props"  # inside the sitelinks stage: {PAGE_PROPS_FOLDER}/{lang}/*.parquet
+
+
 @dataclass(frozen=True)
 class WorkDirs:
     """The layout of a build's work folder: one place names every intermediate file."""
@@ -33,6 +36,10 @@ class WorkDirs:
 
     def docs_files(self, lang: str) -> list[str]:
         return fileio.list_files(fileio.join(self.stage("docs"), lang, "*.parquet"))
+
+    def page_props_dir(self, lang: str) -> str:
+        """A language's page_props entities, beside the sitelinks (never matched by ``sitelinks/{lang}/*.parquet``)."""
+        return fileio.join(self.stage("sitelinks"), PAGE_PROPS_FOLDER, lang)
 
     def entity_docs_file(self, lang: str) -> str:
         return fileio.join(self.stage("entity_docs"), f"{lang}.parquet")

@@ -225,6 +225,12 @@ def check_writable(folder: str) -> None:
         raise NotWritableError(f"cannot write to {folder}: {error}") from None
 
 
+def read_bytes(path: str) -> bytes:
+    """A whole (small) file, local or remote."""
+    with open_raw(path) as handle:
+        return handle.read()
+
+
 def write_bytes(path: str, data: bytes) -> None:
     """Write a whole file atomically, local or remote."""
     with atomic_create(path) as handle:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import zlib
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -54,6 +54,8 @@ class LinkStats:
     sitelinks_without_doc: int = 0  # e.g. sitelinks to redirects, or pages newer than the dump
     dump_links_conflicting: int = 0  # dump entity already has another page here; not used
     duplicate_titles: int = 0
+    page_props: int = 0  # pages whose own entity came from the wiki's page_props (their record named none)
+    page_props_disagreements: int = 0  # the record names another entity than page_props does (the record is kept)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -183,14 +185,57 @@ def link_language(lang: str, docs: Iterable[pa.RecordBatch], sitelinks: Iterable
     return entity, source, stats
 
 
-def write_links(work_root: str, lang: str) -> dict:
-    """One language's unit: link it, then write ``catalog/{lang}.parquet`` and ``entity_docs/{lang}.parquet``."""
+class PageEntities:
+    """A wiki's page_props entities as two sorted number arrays (16 bytes a page), looked up by page id."""
+
+    def __init__(self, batches: Iterable[pa.RecordBatch]) -> None:
+        ids, entities = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for batch in batches:
+            ids.append(pc.cast(batch.column("doc_id"), pa.int64()).to_numpy())
+            entities.append(entity_numbers(batch.column("entity")).to_numpy())
+        page_ids, numbers = np.concatenate(ids), np.concatenate(entities)
+        first = first_rows(page_ids, np.arange(len(page_ids)))  # a page listed twice: its first row
+        order = np.argsort(page_ids[first], kind="stable")
+        self.page_ids, self.entities = page_ids[first][order], numbers[first][order]
+
+    def fill(self, batches: Iterable[pa.RecordBatch], stats: LinkStats) -> Iterator[pa.RecordBatch]:
+        """The batches with ``entity`` taken from page_props where the record named none; counts both cases."""
+        for batch in batches:
+            found = np.zeros(batch.num_rows, dtype=bool)
+            numbers = np.full(batch.num_rows, NO_ENTITY, dtype=np.int64)
+            if len(self.page_ids):
+                ids = pc.cast(batch.column("doc_id"), pa.int64()).to_numpy()
+                where = np.minimum(np.searchsorted(self.page_ids, ids), len(self.page_ids) - 1)
+                found = self.page_ids[where] == ids
+                numbers = np.where(found, self.entities[where], NO_ENTITY)
+            own = entity_numbers(batch.column("entity"))
+            has_own = pc.is_valid(own).to_numpy(zero_copy_only=False)
+            stats.page_props_disagreements += int(np.sum(has_own & found & (own.fill_null(NO_ENTITY).to_numpy() != numbers)))
+            take = found & ~has_own
+            stats.page_props += int(take.sum())
+            if take.any():
+                names = pc.binary_join_element_wise("Q", pc.cast(pa.array(numbers), pa.string()), "")
+                entity = pc.if_else(pa.array(take), names, batch.column("entity"))
+                batch = batch.set_column(batch.schema.get_field_index("entity"), "entity", entity)
+            yield batch
+
+
+def write_links(work_root: str, lang: str, page_props_dir: str | None = None) -> dict:
+    """One language's unit: link it, then write ``catalog/{lang}.parquet`` and ``entity_docs/{lang}.parquet``.
+
+    ``page_props_dir`` holds the language's page_props entities when the build read them.
+    """
     work = WorkDirs(work_root)
     sitelink_files = fileio.list_files(fileio.join(work.stage("sitelinks"), lang, "*.parquet"))
     partitions = max(1, -(-(sum(row_counts(work.docs_files(lang))) + sum(row_counts(sitelink_files))) // PARTITION_ROWS))
     spill_dir = fileio.join(work.stage("entity_docs"), "_keys", lang)
-    docs = iter_docs(work, lang, ["title", "entity"])
-    entity, source, stats = link_language(lang, docs, iter_row_range(sitelink_files, ["entity", "title"]), spill_dir, partitions)
+    stats = LinkStats(lang)
+    docs = iter_docs(work, lang, ["doc_id", "title", "entity"])
+    props_files = fileio.list_files(fileio.join(page_props_dir, "*.parquet")) if page_props_dir else []
+    if props_files:
+        docs = PageEntities(iter_row_range(props_files, ["doc_id", "entity"])).fill(docs, stats)
+    entity, source, link_stats = link_language(lang, docs, iter_row_range(sitelink_files, ["entity", "title"]), spill_dir, partitions)
+    stats = replace(link_stats, page_props=stats.page_props, page_props_disagreements=stats.page_props_disagreements)
     fileio.remove_tree(spill_dir)
     position = 0
     with ParquetSink(work.catalog_file(lang), CATALOG) as catalog, ParquetSink(work.entity_docs_file(lang), ENTITY_DOCS) as entity_docs:

@@ -14,6 +14,10 @@ languages and BM25 finds related articles. Written as:
 - Wikidata ``latest-all.json.gz`` in the dump's framing, PHP-style escapes,
   sister-project sitelinks, properties and lexemes.
 
+With ``inputs="fresh"``, what Wikimedia publishes today instead: Enterprise HTML dumps
+(tar.gz of NDJSON with Parsoid HTML), ``fr`` as a ``pages-articles-multistream`` XML
+dump with its index and ``page_props``, and ``wb_items_per_site`` for the links.
+
 Some pages are in other namespaces, some documents repeat an id, some pages
 lack a Wikidata sitelink but carry ``wikibase_item``, and with ``broken=True``
 each dump has one bad record (below the default 0.1% limit in a language of 1,000+ articles:
@@ -25,8 +29,10 @@ from __future__ import annotations
 import bz2
 import functools
 import gzip
+import io
 import json
 import random
+import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +40,10 @@ import orjson
 
 from clirmatrix.pipeline.config import DEFAULT_SEED
 
-DATE = "20240301"
+DATE = "20240301"  # the classic inputs' date (CirrusSearch dumps stopped in 2025)
+FRESH_DATE = "20261101"
+CLASSIC, FRESH = "classic", "fresh"
+INPUTS = (CLASSIC, FRESH)
 TRUTH = "sample-truth.json"  # what the generator decided, beside the dumps
 SCRIPTS = {
     "en": "latin", "de": "latin", "es": "latin", "fr": "latin", "ru": "cyrillic", "ar": "arabic", "zh": "han", "ja": "kana",
@@ -323,11 +332,180 @@ def _wikidata_dump(world: SampleWorld, broken: bool) -> bytes:
     return ("[\n" + ",\n".join(lines) + "\n]\n").encode()
 
 
-def write_sample_dumps(out_dir: str | Path, docs_per_lang: int = 2000, langs: tuple[str, ...] = DEFAULT_LANGS, seed: int = DEFAULT_SEED, broken: bool = True) -> SampleWorld:
-    """Write the sample dumps for ``langs`` into ``out_dir``; returns what was generated."""
+def _html_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _parsoid_html(rng: random.Random, lang: str, entity: Entity, world: SampleWorld) -> str:
+    """An article as Parsoid renders it: sections, an infobox, references, a figure, a navbox (what the text extraction drops)."""
+    title = _html_escape(entity.titles[lang])
+    sentences = [_html_escape(sentence) for sentence in _text(rng, lang, entity).split(_STOP[lang]) if sentence.strip()]
+    stop = _STOP[lang]
+    lead = stop.join(sentences[:3]) + stop
+    rest = stop.join(sentences[3:]) + stop if sentences[3:] else ""
+    other = rng.choice(world.entities)
+    link = f'<a rel="mw:WikiLink" href="./{_html_escape(other.titles[lang])}">{_html_escape(other.titles[lang])}</a>' if lang in other.titles else "x"
+    ref = '<sup about="#mwt3" class="mw-ref reference" id="cite_ref-1" rel="dc:references" typeof="mw:Extension/ref"><a href="./T#cite_note-1"><span class="mw-reflink-text">[1]</span></a></sup>'
+    return (
+        '<!DOCTYPE html>\n<html prefix="dc: http://purl.org/dc/terms/ mw: http://mediawiki.org/rdf/" '
+        f'about="https://{lang}.wikipedia.org/wiki/Special:Redirect/revision/{int(entity.doc_ids[lang]) * 3 + 1}">'
+        f'<head prefix="mwr: https://{lang}.wikipedia.org/wiki/Special:Redirect/"><meta charset="utf-8"/><title>{title}</title>'
+        '<link rel="stylesheet" href="/w/load.php?modules=mediawiki.skinning.content.parsoid"/></head>'
+        f'<body id="mwAA" lang="{lang}" class="mw-content-ltr sitedir-ltr ltr mw-body-content parsoid-body mediawiki mw-parser-output" dir="ltr">'
+        '<section data-mw-section-id="0" id="mwAQ">'
+        f'<table class="infobox" about="#mwt1" typeof="mw:Transclusion"><tbody><tr><th>{title}</th></tr><tr><td>Infobox {entity.qid}</td></tr></tbody></table>'
+        f'<p id="mwAg"><b>{title}</b> {lead} {link}{ref}</p></section>'
+        '<section data-mw-section-id="1" id="mwBQ"><h2 id="Notes">Notes</h2>'
+        f'<figure typeof="mw:File/Thumb"><a href="./File:{entity.qid}.jpg" class="mw-file-description"><img src="//upload.wikimedia.org/x.jpg"/></a>'
+        f'<figcaption>Caption {entity.qid}</figcaption></figure>'
+        f'<p>{rest}</p>'
+        '<div class="mw-references-wrap" typeof="mw:Extension/references"><ol class="mw-references references"><li about="#cite_note-1" id="cite_note-1">'
+        '<span class="mw-cite-backlink"><a href="./T#cite_ref-1">↑</a></span> <span id="mw-reference-text-cite_note-1" class="mw-reference-text">Source</span></li></ol></div>'
+        f'<div role="navigation" class="navbox" about="#mwt9" typeof="mw:Transclusion"><table class="nowraplinks"><tbody><tr><th>Navbox topic {entity.topic}</th></tr>'
+        '</tbody></table></div></section></body></html>'
+    )
+
+
+def _enterprise_record(rng: random.Random, lang: str, entity: Entity, world: SampleWorld) -> dict:
+    page_id = int(entity.doc_ids[lang])
+    return {
+        "name": entity.titles[lang],
+        "identifier": page_id,
+        "date_modified": "2026-11-01T08:00:00Z",
+        "version": {"identifier": page_id * 3 + 1, "comment": "", "is_minor_edit": False},
+        "url": f"https://{lang}.wikipedia.org/wiki/{entity.titles[lang].replace(' ', '_')}",
+        "namespace": {"identifier": 0},
+        "in_language": {"identifier": lang},
+        # A few pages whose record names another item than Wikidata does: counted as disagreements.
+        "main_entity": {"identifier": "Q42" if _names_other_item(entity) else entity.qid, "url": f"https://www.wikidata.org/entity/{entity.qid}"},
+        "is_part_of": {"identifier": f"{lang}wiki"},
+        "article_body": {"html": _parsoid_html(rng, lang, entity, world), "wikitext": _wikitext(rng, lang, entity, world)},
+        "license": [{"name": "Creative Commons Attribution Share Alike 4.0", "identifier": "CC-BY-SA-4.0", "url": "https://creativecommons.org/licenses/by-sa/4.0/"}],
+    }
+
+
+def _html_dump(rng: random.Random, world: SampleWorld, lang: str, broken: bool) -> bytes:
+    """An Enterprise HTML dump: a tar.gz of two NDJSON members, as ``{wiki}-NS0-{date}-ENTERPRISE-HTML.json.tar.gz``."""
+    members = [e for e in world.entities if lang in e.langs]
+    world.wrong_items |= {(e.qid, lang) for e in members if _names_other_item(e)}
+    lines = [orjson.dumps(_enterprise_record(rng, lang, entity, world)) for entity in members]
+    lines.insert(3, lines[3])  # the same page twice (the real dumps repeat some): keep one
+    if broken:
+        lines.insert(20, b'{"name":"Broken","identifier":99999,"article_body":{"html":"<p>cut')
+        world.bad_records[lang] = "malformed_json"
+    half = len(lines) // 2
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0, filename="") as zipped, tarfile.open(fileobj=zipped, mode="w|", format=tarfile.GNU_FORMAT) as archive:
+        for number, chunk in enumerate((lines[:half], lines[half:])):
+            data = b"\n".join(chunk) + b"\n"
+            info = tarfile.TarInfo(f"{lang}wiki_namespace_0_{number}.ndjson")
+            info.size, info.mtime, info.mode = len(data), 1_730_000_000, 0o644
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _multistream(xml: bytes, pages_per_stream: int = 100) -> tuple[bytes, bytes]:
+    """``pages-articles-multistream.xml.bz2`` and its index: the header, every 100 pages and the footer in their own bz2 streams."""
+    head, _, rest = xml.partition(b"  <page>")
+    pages = [b"  <page>" + page for page in rest.split(b"  <page>")]
+    pages[-1], footer = pages[-1].split(b"</mediawiki>")[0], b"</mediawiki>\n"
+    streams, index, offset = [bz2.compress(head)], [], 0
+    offset = len(streams[0])
+    for start in range(0, len(pages), pages_per_stream):
+        chunk = pages[start : start + pages_per_stream]
+        for page in chunk:
+            page_id = page.split(b"<id>", 1)[1].split(b"</id>", 1)[0].decode() if b"<id>" in page else "0"
+            title = page.split(b"<title>", 1)[1].split(b"</title>", 1)[0].decode()
+            index.append(f"{offset}:{page_id}:{title}")
+        streams.append(bz2.compress(b"".join(chunk)))
+        offset += len(streams[-1])
+    streams.append(bz2.compress(footer))
+    return b"".join(streams), bz2.compress(("\n".join(index) + "\n").encode())
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _sql_dump(table: str, columns: str, rows: list[str], rows_per_insert: int = 500) -> bytes:
+    """A table as mysqldump writes it for the dumps site: header, CREATE TABLE, multi-row INSERTs, trailer."""
+    inserts = [f"INSERT INTO `{table}` VALUES " + ",".join(rows[i : i + rows_per_insert]) + ";" for i in range(0, len(rows), rows_per_insert)]
+    return (
+        "-- MySQL dump 10.19  Distrib 10.3.39-MariaDB, for debian-linux-gnu (x86_64)\n--\n-- Host: 10.64.0.1    Database: wikidatawiki\n"
+        "-- ------------------------------------------------------\n-- Server version\t10.6.17-MariaDB-log\n\n"
+        "/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;\n/*!40101 SET NAMES utf8mb4 */;\n\n"
+        f"--\n-- Table structure for table `{table}`\n--\n\nDROP TABLE IF EXISTS `{table}`;\n"
+        f"CREATE TABLE `{table}` (\n{columns}\n) ENGINE=InnoDB DEFAULT CHARSET=binary;\n\n"
+        f"--\n-- Dumping data for table `{table}`\n--\n\n/*!40000 ALTER TABLE `{table}` DISABLE KEYS */;\n"
+        + "\n".join(inserts)
+        + f"\n/*!40000 ALTER TABLE `{table}` ENABLE KEYS */;\n\n/*!40101 SET CHARACTER_SET_CLIENT=@OLD_CHARACTER_SET_CLIENT */;\n\n"
+        "-- Dump completed on 2026-11-02  4:12:31\n"
+    ).encode()
+
+
+def _items_per_site_dump(world: SampleWorld) -> bytes:
+    """``wikidatawiki-{date}-wb_items_per_site.sql.gz``: the sitelinks of every entity, Wikipedias and sister projects."""
+    rows = []
+    for entity in world.entities:
+        sites = [(f"{lang}wiki", entity.titles[lang]) for lang in entity.langs if (entity.qid, lang) not in world.missing_sitelinks]
+        if "en" in entity.langs and int(entity.qid[1:]) % 3 == 0:
+            sites += [("enwikiquote", entity.titles["en"] + " quotes"), ("commonswiki", "Category:" + entity.titles["en"])]
+        rows += [f"({len(rows) + n + 1},{entity.qid[1:]},{_sql_string(site)},{_sql_string(title)})" for n, (site, title) in enumerate(sorted(sites))]
+    columns = (
+        "  `ips_row_id` bigint(20) unsigned NOT NULL AUTO_INCREMENT,\n  `ips_item_id` int(10) unsigned NOT NULL,\n"
+        "  `ips_site_id` varbinary(32) NOT NULL,\n  `ips_site_page` varbinary(310) NOT NULL,\n  PRIMARY KEY (`ips_row_id`)"
+    )
+    return _sql_dump("wb_items_per_site", columns, rows)
+
+
+def _page_props_dump(world: SampleWorld, lang: str) -> bytes:
+    """``{wiki}-{date}-page_props.sql.gz``: each article's ``wikibase_item`` among other properties."""
+    rows = []
+    for entity in sorted((e for e in world.entities if lang in e.langs), key=lambda e: int(e.doc_ids[lang])):
+        page = entity.doc_ids[lang]
+        rows += [f"({page},'page_image_free',{_sql_string(entity.qid + '.jpg')},NULL)", f"({page},'wikibase_item',{_sql_string(entity.qid)},NULL)"]
+    columns = "  `pp_page` int(10) unsigned NOT NULL,\n  `pp_propname` varbinary(60) NOT NULL,\n  `pp_value` blob NOT NULL,\n  `pp_sortkey` float DEFAULT NULL"
+    return _sql_dump("page_props", columns, rows)
+
+
+def write_sample_dumps(
+    out_dir: str | Path, docs_per_lang: int = 2000, langs: tuple[str, ...] = DEFAULT_LANGS, seed: int = DEFAULT_SEED, broken: bool = True, inputs: str = CLASSIC
+) -> SampleWorld:
+    """Write the sample dumps for ``langs`` into ``out_dir``; returns what was generated.
+
+    ``inputs`` CLASSIC writes the 2020 paper's inputs (CirrusSearch and the Wikidata JSON
+    dump); FRESH writes what Wikimedia publishes today: Enterprise HTML dumps (``fr`` as a
+    multistream XML dump with its page_props), and ``wb_items_per_site`` for the links.
+    """
+    if inputs not in INPUTS:
+        raise ValueError(f"inputs must be one of {INPUTS}, not {inputs!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     world = make_world(docs_per_lang, langs, seed)
+    if inputs == FRESH:
+        _write_fresh(out, world, seed, broken)
+    else:
+        _write_classic(out, world, seed, broken)
+    truth = {**world.to_dict(), "settings": sample_settings(docs_per_lang, langs, seed, broken, inputs)}
+    (out / TRUTH).write_text(json.dumps(truth, ensure_ascii=False, indent=1) + "\n")
+    return world
+
+
+def _write_fresh(out: Path, world: SampleWorld, seed: int, broken: bool) -> None:
+    for lang in world.langs:
+        rng = random.Random(f"{seed}:{lang}")
+        if lang == "fr":
+            dump, index = _multistream(_xml_dump(rng, world, lang, broken))
+            (out / f"frwiki-{FRESH_DATE}-pages-articles-multistream.xml.bz2").write_bytes(dump)
+            (out / f"frwiki-{FRESH_DATE}-pages-articles-multistream-index.txt.bz2").write_bytes(index)
+            _write_gzip(out / f"frwiki-{FRESH_DATE}-page_props.sql.gz", _page_props_dump(world, lang))
+        else:
+            (out / f"{lang}wiki-NS0-{FRESH_DATE}-ENTERPRISE-HTML.json.tar.gz").write_bytes(_html_dump(rng, world, lang, broken))
+    _write_gzip(out / f"wikidatawiki-{FRESH_DATE}-wb_items_per_site.sql.gz", _items_per_site_dump(world))
+
+
+def _write_classic(out: Path, world: SampleWorld, seed: int, broken: bool) -> None:
+    langs = world.langs
     for lang in langs:
         rng = random.Random(f"{seed}:{lang}")
         if lang == "fr":
@@ -346,21 +524,19 @@ def write_sample_dumps(out_dir: str | Path, docs_per_lang: int = 2000, langs: tu
     _write_gzip(out / "latest-all.json.gz", _wikidata_dump(world, broken))
     if broken:
         world.bad_records["wikidata"] = BROKEN_WIKIDATA_KIND
-    truth = {**world.to_dict(), "settings": sample_settings(docs_per_lang, langs, seed, broken)}
-    (out / TRUTH).write_text(json.dumps(truth, ensure_ascii=False, indent=1) + "\n")
-    return world
 
 
-def sample_settings(docs_per_lang: int, langs: tuple[str, ...], seed: int, broken: bool) -> dict:
+def sample_settings(docs_per_lang: int, langs: tuple[str, ...], seed: int, broken: bool, inputs: str = CLASSIC) -> dict:
     """What a sample is made from, as ``sample-truth.json`` records it: the same settings write the same bytes."""
-    return {"docs_per_lang": docs_per_lang, "langs": list(langs), "seed": seed, "broken": broken}
+    return {"docs_per_lang": docs_per_lang, "langs": list(langs), "seed": seed, "broken": broken, "inputs": inputs}
 
 
 def written_settings(out_dir: str | Path) -> dict | None:
     """The settings of the sample in ``out_dir`` (from its ``sample-truth.json``), or None when it holds none."""
     try:
-        return json.loads((Path(out_dir) / TRUTH).read_text(encoding="utf-8")).get("settings")
-    except (OSError, ValueError, AttributeError):
+        settings = json.loads((Path(out_dir) / TRUTH).read_text(encoding="utf-8")).get("settings")
+        return {"inputs": CLASSIC, **settings}  # samples written before --inputs were classic
+    except (OSError, ValueError, AttributeError, TypeError):
         return None
 
 

@@ -9,6 +9,7 @@ from clirmatrix.schemas.parquet import (
     LABELS,
     LINK_SOURCES,
     MULTI8_QUERIES,
+    PAGE_ENTITIES,
     PROPAGATED,
     QUERY_SPLITS,
     RETRIEVAL,
@@ -19,6 +20,6 @@ from clirmatrix.schemas.parquet import (
 )
 
 __all__ = [
-    "CATALOG", "DOC_LINKS", "DOCS", "ENTITY_DOCS", "EVAL_PICKS", "LABELS", "LINK_SOURCES", "MULTI8_QUERIES", "PROPAGATED", "QUERY_SPLITS",
+    "CATALOG", "DOC_LINKS", "DOCS", "ENTITY_DOCS", "EVAL_PICKS", "LABELS", "LINK_SOURCES", "MULTI8_QUERIES", "PAGE_ENTITIES", "PROPAGATED", "QUERY_SPLITS",
     "RETRIEVAL", "SITELINKS", "TERM_COUNTS", "SchemaMismatchError", "check",
 ]

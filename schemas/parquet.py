@@ -34,7 +34,7 @@ DOCS = pa.schema(
         pa.field("text_full", pa.string(), nullable=False),
         pa.field("entity", pa.string(), nullable=True),  # the dump's own wikibase_item, when it has one
         pa.field("dump_file", pa.string(), nullable=False),  # provenance: which dump file ...
-        pa.field("dump_line", pa.int64(), nullable=False),  # ... and which 1-based line the document was on
+        pa.field("dump_line", pa.int64(), nullable=False),  # ... and where: its 1-based line, or a bz2 block position (pipeline/positions.py)
     ],
     metadata={"clirmatrix.artefact": "docs", "clirmatrix.schema_version": "1"},
 )
@@ -46,6 +46,15 @@ SITELINKS = pa.schema(
         pa.field("title", pa.string(), nullable=False),
     ],
     metadata={"clirmatrix.artefact": "sitelinks", "clirmatrix.schema_version": "1"},
+)
+
+# A wiki's own record of each page's Wikidata item (its page_props table, propname wikibase_item).
+PAGE_ENTITIES = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("entity", pa.string(), nullable=False),
+    ],
+    metadata={"clirmatrix.artefact": "page_entities", "clirmatrix.schema_version": "1"},
 )
 
 # Where an entity link came from: Wikidata's sitelinks, or the dump's wikibase_item

@@ -14,6 +14,7 @@ import pytest
 from clirmatrix.cli import main
 from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.config import ConfigError, resolve
+from clirmatrix.pipeline.dumps import WIKIDATA_JSON, LinkInputs
 from clirmatrix.pipeline.languages import BI139_LANGUAGES, MULTI8_LANGUAGES, WIKIPEDIA_LANGUAGES, UnknownLanguageError, check_langs
 
 
@@ -192,7 +193,8 @@ def test_records_are_entity_lines_in_the_wikidata_messages(tmp_path):
 
     write_sample_dumps(tmp_path / "dumps", docs_per_lang=50, langs=("en",), broken=True)
     with pytest.raises(TooManyBadRecords, match=r"latest-all\.json\.gz: 1 of \d+ entity lines \("):
-        run_extract_sitelinks([str(tmp_path / "dumps" / "latest-all.json.gz")], ["en"], str(tmp_path / "sitelinks"), 0.001, workers=1)
+        sources = LinkInputs.wikidata_wide(WIKIDATA_JSON, [str(tmp_path / "dumps" / "latest-all.json.gz")])
+        run_extract_sitelinks(sources, ["en"], str(tmp_path / "sitelinks"), 0.001, workers=1)
 
 
 # ------------------------------------------------------------------- train, evaluate, reproduce

@@ -116,7 +116,7 @@ def test_validate_fails_a_build_with_an_indexed_file_missing(built, tmp_path, ca
 def test_languages_without_a_dump_are_errors_unless_skipped(clean_dumps, tmp_path, capsys):
     assert main(_build_args(clean_dumps, tmp_path / "out") + ["--langs", "en,de,xx,yo"]) == 2
     err = capsys.readouterr().err
-    assert "xx: not a Wikipedia language code (nearest: " in err and f"yo: no CirrusSearch or XML dump found in {clean_dumps}" in err
+    assert "xx: not a Wikipedia language code (nearest: " in err and f"yo: no CirrusSearch, Enterprise HTML or XML dump found in {clean_dumps}" in err
     assert "--skip-missing" in err and not (tmp_path / "out").exists()  # nothing written before the check
     found = discover(str(clean_dumps), ["en", "de", "xx"], skip_missing=True)
     assert sorted(found.docs) == ["de", "en"] and any(note.startswith("xx: not a Wikipedia language code") for note in found.notes)

@@ -233,13 +233,13 @@ def test_extract_docs_composite_counts_the_same_on_a_retry(sample, tmp_path):
     import apache_beam as beam
     from apache_beam.testing.util import assert_that, equal_to
 
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs, FinalizeLanguage
+    from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs, FinalizeLanguage, plan_units
     from clirmatrix.pipeline.dumps import discover
     from clirmatrix.pipeline.reports import read_reports
 
     dumps, world = sample
     found = discover(str(dumps), ["en", "ja"])
-    units = [(rank, dump) for lang in sorted(found.docs) for rank, dump in enumerate(found.docs[lang])]
+    units = plan_units(found.docs, DocsSettings().split_bytes)
     out = tmp_path / "docs"
     with _test_pipeline() as pipeline:
         langs = pipeline | beam.Create(units) | ExtractDocs(str(out), DocsSettings(min_docs=1, max_bad_fraction=0.01))
@@ -252,18 +252,18 @@ def test_extract_docs_composite_counts_the_same_on_a_retry(sample, tmp_path):
 
 
 def test_extract_sitelinks_composite(sample, tmp_path):
-    """The Wikidata file through ExtractSitelinks twice (a retry): the same sitelinks as one run, one file per language."""
+    """The Wikidata file through ExtractLinks twice (a retry): the same sitelinks as one run, one file per language."""
     import apache_beam as beam
     from apache_beam.testing.util import assert_that, equal_to
 
-    from clirmatrix.beam_jobs.extract_sitelinks import ExtractSitelinks
-    from clirmatrix.pipeline.dumps import discover
+    from clirmatrix.beam_jobs.extract_sitelinks import ExtractLinks, LinkUnit
+    from clirmatrix.pipeline.dumps import WIKIDATA_JSON, discover
 
     dumps, world = sample
     (wikidata,) = discover(str(dumps)).wikidata
     out = tmp_path / "sitelinks"
     with _test_pipeline() as pipeline:
-        names = pipeline | beam.Create([(0, wikidata), (0, wikidata)]) | ExtractSitelinks(str(out), ["en", "ja"])
+        names = pipeline | beam.Create([LinkUnit(0, WIKIDATA_JSON, wikidata)] * 2) | ExtractLinks(str(out), ["en", "ja"])
         assert_that(names, equal_to(["00000-latest-all"] * 2))
     en = pq.read_table(out / "en" / "00000-latest-all.parquet").to_pylist()
     expected = {(e.qid, e.titles["en"]) for e in world.entities if "en" in e.langs and (e.qid, "en") not in world.missing_sitelinks}

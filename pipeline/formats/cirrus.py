@@ -56,7 +56,8 @@ class _Pending(NamedTuple):
     doc_id: str | None  # None: the action was bad and already counted; swallow its document
 
 
-def _entity_of(value: object) -> str | None:
+def entity_of(value: object) -> str | None:
+    """``value`` when it is a Wikidata item id (``Q42``), else None."""
     return value if isinstance(value, str) and _ENTITY.match(value) else None
 
 
@@ -137,4 +138,4 @@ def _article(document: dict, doc_id: str, number: int, report: FileReport) -> Ar
         report.skip(EMPTY_TEXT)
         return None
     report.keep()
-    return Article(doc_id, title, text, _entity_of(document.get("wikibase_item")), number)
+    return Article(doc_id, title, text, entity_of(document.get("wikibase_item")), number)

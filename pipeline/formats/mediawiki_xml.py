@@ -1,20 +1,23 @@
 """MediaWiki XML ``pages-articles`` dumps: namespace-0, non-redirect pages as plain text.
 
-A second source of documents for wikis or dates without a CirrusSearch dump
-(docs/method.md section 1.2, [ours]). Parsed with expat in a stream so a dump of any
-size runs in constant memory and every problem is reported with its line. The
-``<siteinfo>`` header supplies the wiki's localised File and Category names.
+A source of documents for wikis or dates without a CirrusSearch dump (docs/method.md
+section 1, [ours]). Parsed with expat, so a dump of any size runs in constant memory.
+Two ways in: ``read_articles`` parses a whole stream (every problem reported with its
+line); ``read_page_records`` parses the ``<page>`` elements one range of a bz2 dump
+owns (``clirmatrix.pipeline.bz2_ranges``), each on its own, so a broken page costs
+that page only. The ``<siteinfo>`` header supplies the wiki's localised File and
+Category names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import IO
+from collections.abc import Iterable, Iterator
+from typing import IO, NamedTuple
 from xml.parsers import expat
 
 from mwparserfromhell.parser import ParserError
 
-from clirmatrix.pipeline.badinput import BAD_FIELD, MALFORMED_XML, MISSING_FIELD, UNPARSEABLE_WIKITEXT, FileReport
+from clirmatrix.pipeline.badinput import BAD_FIELD, MALFORMED_PAGE, MALFORMED_XML, MISSING_FIELD, UNPARSEABLE_WIKITEXT, FileReport
 from clirmatrix.pipeline.fileio import STREAM_ERRORS, stream_error_kind
 from clirmatrix.pipeline.formats.cirrus import EMPTY_TEXT, OTHER_NAMESPACE, REDIRECT, Article, is_page_id
 from clirmatrix.pipeline.wikitext import WikitextConverter
@@ -71,12 +74,7 @@ class _PageCollector:
 
 def read_articles(stream: IO[bytes], report: FileReport) -> Iterator[Article]:
     """Articles of an XML dump; pages are counted in ``report`` like CirrusSearch records."""
-    parser = expat.ParserCreate(namespace_separator=" ")
-    collector = _PageCollector(parser)
-    parser.StartElementHandler = collector.start
-    parser.EndElementHandler = collector.end
-    parser.CharacterDataHandler = collector.text
-    parser.buffer_text = True
+    parser, collector = _collector()
     converter: WikitextConverter | None = None
     while True:
         try:
@@ -98,6 +96,50 @@ def read_articles(stream: IO[bytes], report: FileReport) -> Iterator[Article]:
         collector.pages.clear()
         if not chunk:
             return
+
+
+class PageRecord(NamedTuple):
+    """One ``<page>`` element's bytes and its position (``bz2_ranges.pack_position``)."""
+
+    position: int
+    data: bytes
+
+
+def _collector() -> tuple[expat.XMLParserType, _PageCollector]:
+    parser = expat.ParserCreate(namespace_separator=" ")
+    collector = _PageCollector(parser)
+    parser.StartElementHandler = collector.start
+    parser.EndElementHandler = collector.end
+    parser.CharacterDataHandler = collector.text
+    parser.buffer_text = True
+    return parser, collector
+
+
+def media_namespaces(prologue: bytes) -> set[str]:
+    """The localised File and Category names of a dump's ``<siteinfo>`` (the bytes before its first ``<page>``)."""
+    parser, collector = _collector()
+    try:
+        parser.Parse(prologue, False)  # not final: the root element stays open
+    except expat.ExpatError:
+        pass  # a damaged header costs the localised names only; the canonical ones still apply
+    return collector.media_namespaces
+
+
+def read_page_records(prologue: bytes, records: Iterable[PageRecord], report: FileReport) -> Iterator[Article]:
+    """Articles of ``<page>`` elements parsed one by one; a page that is not well-formed XML is one reject."""
+    converter = WikitextConverter(media_namespaces(prologue))
+    for position, data in records:
+        parser, collector = _collector()
+        try:
+            parser.Parse(data, True)
+        except expat.ExpatError as error:
+            report.reject(position, MALFORMED_PAGE, f"page is not well-formed XML: {error}")
+            continue
+        for page in collector.pages:
+            page["line"] = position
+            article = _article(page, converter, report)
+            if article is not None:
+                yield article
 
 
 def _article(page: dict, converter: WikitextConverter, report: FileReport) -> Article | None:

@@ -54,20 +54,38 @@ class SitelinkFilter:
         return self._quoted_key.search(line) is not None or _ESCAPED_KEY_CHAR.search(line) is not None
 
 
-def entity_lines(lines: Iterable[tuple[int, bytes]], report: FileReport) -> Iterator[tuple[int, bytes]]:
+class Framing:
+    """What a range of the dump saw of the array framing: whether its first line opens it, its last closes it."""
+
+    def __init__(self) -> None:
+        self.first: bytes | None = None
+        self.last = b""
+
+    def to_dict(self) -> dict:
+        return {"opens": self.first == b"[", "closes": self.last == b"]"}
+
+
+def entity_lines(lines: Iterable[tuple[int, bytes]], report: FileReport, framing: Framing | None = None) -> Iterator[tuple[int, bytes]]:
     """Entity lines without the array framing (``[``, ``]``, one trailing comma).
 
     A line that does not end as a whole entity (``}`` or ``},``) was cut: it is a bad
     line, counted here, before the pre-filter could skip it unseen. A file that opens
     the array with ``[`` must close it with ``]``; one that does not was cut short.
+    A range of a file (``framing`` given) cannot know both ends: it records what it saw
+    in ``framing`` and the stage checks the file's first and last ranges together.
     """
     opened = closed = False
+    number = 0
     for number, line in lines:
         stripped = line.strip()
         if not stripped:
             continue
+        if framing is not None:
+            if framing.first is None:
+                framing.first = stripped
+            framing.last = stripped
         if stripped == b"[":
-            opened = number == 1
+            opened = number == 1 and framing is None
             continue
         if stripped == b"]":
             closed = True
@@ -83,10 +101,10 @@ def entity_lines(lines: Iterable[tuple[int, bytes]], report: FileReport) -> Iter
         report.reject(number + 1, TRUNCATED_STREAM, f"the entity array opened on line 1 is never closed with ']' (read to line {number:,}): the file was cut short")
 
 
-def read_sitelinks(lines: Iterable[tuple[int, bytes]], selection: SitelinkFilter, report: FileReport) -> Iterator[Sitelink]:
-    """Sitelinks of the selected languages, in dump order; every entity line is counted."""
+def read_sitelinks(lines: Iterable[tuple[int, bytes]], selection: SitelinkFilter, report: FileReport, framing: Framing | None = None) -> Iterator[Sitelink]:
+    """Sitelinks of the selected languages, in dump order; every entity line is counted (``framing``: see ``entity_lines``)."""
     site_to_lang = selection.site_to_lang
-    for number, line in entity_lines(lines, report):
+    for number, line in entity_lines(lines, report, framing):
         if not selection.may_match(line):
             report.skip(NO_SELECTED_SITELINK)
             continue
