@@ -26,7 +26,6 @@ import argparse
 import bz2
 import gzip
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -37,8 +36,6 @@ import orjson
 from isal import igzip
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from realistic_dumps import write_realistic_dumps  # noqa: E402
 
 from clirmatrix.beam_jobs import extract_docs  # noqa: E402
 from clirmatrix.pipeline import dumps, fileio, gzip_ranges  # noqa: E402
@@ -143,14 +140,22 @@ def unit_memory(kind: str, args: argparse.Namespace) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _status_mb(field: str) -> float:
+    """``VmRSS`` or ``VmHWM`` of this process in MB (Linux): ru_maxrss would carry the parent's peak across fork and exec."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def one_unit(kind: str, path: Path, split_bytes: int, work: Path) -> dict:
     dump = dumps.DumpFile(str(path), "en", kind, "20261101")
     largest = max(units_of(kind, dump, split_bytes, work), key=_compressed)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    Path("/proc/self/clear_refs").write_text("5")  # resets the peak (VmHWM) to the present RSS
+    before = _status_mb("VmRSS")
     seconds, (articles, _) = cpu(read_unit, largest)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"articles": articles, "compressed_mb": round((_compressed(largest) or path.stat().st_size) / 1e6, 1), "cpu_s": round(seconds, 2),
-            "rss_before_mb": round(before), "rss_peak_mb": round(peak)}
+            "rss_before_mb": round(before), "rss_peak_mb": round(_status_mb("VmHWM"))}
 
 
 def main() -> None:
@@ -169,6 +174,8 @@ def main() -> None:
         print(json.dumps(one_unit(args.one_unit, next(out.glob(patterns[args.one_unit])), split_bytes, out / "work" / args.one_unit)))
         return
     if not (args.reuse and stats_file.exists()):
+        from realistic_dumps import write_realistic_dumps
+
         out.mkdir(parents=True, exist_ok=True)
         write_realistic_dumps(out, "en", args.articles, ("html", "xml"), seed=1, gzip_level=6)
         write_cirrus(next(out.glob("*ENTERPRISE-HTML.json.tar.gz")), out)
@@ -228,7 +235,6 @@ def main() -> None:
     print("\nlargest unit alone (fresh process):")
     for kind in paths:
         print(f"  {kind}: {unit_memory(kind, args)}")
-    print(f"\npeak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 
 if __name__ == "__main__":
