@@ -1,11 +1,14 @@
-"""Wikipedia dumps (CirrusSearch or MediaWiki XML) -> ``docs`` Parquet, one folder per language.
+"""Wikipedia dumps (Enterprise HTML, MediaWiki XML or CirrusSearch) -> ``docs`` Parquet, one folder per language.
 
-Reads each dump file whole inside one DoFn (gzip and bz2 cannot be split, and the
-action/document pairing must stay intact), truncates every article (docs/method.md
-section 2) and streams it into ``{out}/{lang}/{NNNNN}-{dump name}.parquet``, one
-output per input in dump order, so the result does not depend on the runner.
-Per language, repeated ids are then removed (first occurrence wins) and a
-language below ``--min-docs`` is dropped.
+A unit of work is a range of about ``--split-mb`` compressed MB of a big dump, or a
+whole small one (docs/scale.md#big-files): a bz2 XML dump is cut at bz2 block
+boundaries; an Enterprise HTML tar.gz is first indexed (one pass that only inflates,
+``IndexDumps``) and cut at the index's checkpoints; CirrusSearch dumps are read whole
+(their action/document pairs must stay together). Each unit truncates every article
+it owns (docs/method.md section 2) and streams it into
+``{out}/{lang}/{NNNNN}-{dump name}.parquet``, in dump order, so the result depends on
+neither the runner nor the split. Per language, repeated ids are then removed (first
+occurrence wins) and a language below ``--min-docs`` is dropped.
 
 Example::
 
@@ -245,7 +248,7 @@ class ExtractDumpFile(common.StorageDoFn):
                 progress = ProgressLog(f"{dump.lang} {dump_name}", fileio.size_of(dump.path), raw.tell)
                 articles = read_dump(raw, dump, report, self.background_inflate)
             else:
-                start, span = _span(unit.part)
+                start, span = _span(unit)
                 progress = ProgressLog(f"{dump.lang} {unit.describe()}", span, lambda: raw.tell() - start)
                 articles = read_range(raw, unit, report, crc_pieces)
             for article in articles:
@@ -258,11 +261,11 @@ class ExtractDumpFile(common.StorageDoFn):
         yield dump.lang, {"rank": unit.rank, "output": out_path, "part": part, "seconds": round(seconds, 3), "report": report.to_dict()}
 
 
-def _span(part: BlockRange | GzipUnit) -> tuple[int, int]:
-    """A range's first compressed byte (about) and its compressed bytes, for progress."""
-    if isinstance(part, BlockRange):
-        return part.start_bit >> 3, part.compressed_bytes
-    return 0, part.compressed
+def _span(unit: DocsUnit) -> tuple[int, int]:
+    """Where a range's reading starts in the file and how many bytes it reads there (about), for progress."""
+    if isinstance(unit.part, BlockRange):
+        return unit.part.start_bit >> 3, unit.part.compressed_bytes
+    return 0, fileio.size_of(unit.dump.path)  # a tar.gz range: its progress is the file's
 
 
 class FinalizeLanguage(common.StorageDoFn):

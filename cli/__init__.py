@@ -219,6 +219,7 @@ def _print_build_summary(result) -> None:
             f"{found['queries_without_hits']:,}", f"{found['queries_per_second'] or 0:,.0f}",
         )
     console.print(table)
+    console.print(_links_line(result.summaries["extract_sitelinks"], result.summaries["link"]["totals"]), highlight=False, soft_wrap=True)
     _print_bad_input(result)
     sets = Table(title="released files", title_justify="left")
     for column in ("set", "files", "lines", "MB"):
@@ -241,7 +242,11 @@ def _links_line(sitelinks: dict, totals: dict) -> str:
     """Where the links came from, how much was read, and how the sources agreed."""
     source, rejected = sitelinks.get("source"), sitelinks["rejected"]
     what = "rows" if source == "items-per-site" else "entity lines"
-    line = f"links: {source} ({sitelinks['entities_read']:,} {what}, {sitelinks['entities_with_sitelinks']:,} with a selected sitelink)" if source else "links: the pages' own Wikidata items"
+    if source:
+        line = f"links: {source} ({sitelinks['entities_read']:,} {what}, {sitelinks['entities_with_sitelinks']:,} with a selected sitelink"
+        line += f"; {totals.get('disagreements', 0):,} pages name another item themselves)"
+    else:
+        line = "links: the pages' own Wikidata items"
     if sitelinks.get("page_props"):
         line += f"; page_props of {', '.join(sitelinks['page_props'])} named {totals.get('page_props', 0):,} pages' items"
         line += f" ({totals.get('page_props_disagreements', 0):,} disagreeing with the page's record)"

@@ -203,6 +203,16 @@ class LinkInputs:
         return ", ".join(parts)
 
 
+def one_copy_each(paths: Sequence[str]) -> tuple[str, ...]:
+    """One file per dump when it is there in several compressions: bz2 first (read in ranges), then gz, then plain."""
+    rank = {".bz2": 0, ".gz": 1}
+    chosen: dict[str, str] = {}
+    for path in sorted(paths, key=lambda p: rank.get(p[p.rfind("."):], 2)):
+        stem = basename(path).removesuffix(".bz2").removesuffix(".gz")
+        chosen.setdefault(stem, path)
+    return tuple(sorted(chosen.values()))
+
+
 def choose_links(dumps: DumpSet, mode: str, dumps_dir: str, langs: Sequence[str] | None = None) -> LinkInputs:
     """The link sources for ``--links mode``; a source named but absent, or a language left without any, is an error."""
     if mode not in LINKS:
@@ -210,7 +220,7 @@ def choose_links(dumps: DumpSet, mode: str, dumps_dir: str, langs: Sequence[str]
     langs = sorted(dumps.docs) if langs is None else sorted(langs)
     page_props = tuple((lang, dumps.page_props[lang]) for lang in langs if lang in dumps.page_props)
     names = {ITEMS_PER_SITE: "wikidatawiki-YYYYMMDD-wb_items_per_site.sql.gz", WIKIDATA_JSON: "latest-all.json.gz (or wikidata-YYYYMMDD-all.json.gz/.bz2)"}
-    files = {ITEMS_PER_SITE: tuple(dumps.items_per_site), WIKIDATA_JSON: tuple(sorted(dumps.wikidata))}
+    files = {ITEMS_PER_SITE: tuple(dumps.items_per_site), WIKIDATA_JSON: one_copy_each(dumps.wikidata)}
     if mode in (ITEMS_PER_SITE, WIKIDATA_JSON) and not files[mode]:
         raise MissingLinksError(f"--links {mode}: no {names[mode]} in {dumps_dir}")
     if mode in files:
