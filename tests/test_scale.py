@@ -453,3 +453,28 @@ def test_a_build_on_s3_equals_the_local_build(s3_server, tmp_path_factory, tmp_p
     assert stored == released(local), first_differences(stored, released(local))
     assert any(path.startswith("MULTI-8/") for path in stored)
     assert run_build(remote, flags).skipped == list(STAGES)
+
+
+def test_dumps_read_in_ranges_from_the_object_store_give_the_local_documents(s3_server, tmp_path):
+    """An Enterprise HTML dump (its seek index kept in WORK) and a bz2 XML dump, both read in ranges from s3://."""
+    from clirmatrix.beam_jobs.common import use_filesystem_options
+    from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
+    from clirmatrix.pipeline.dumps import discover
+    from clirmatrix.pipeline.sample import write_sample_dumps
+
+    client, flags = s3_server
+    use_filesystem_options(flags)
+    dumps = tmp_path / "dumps"
+    write_sample_dumps(dumps, docs_per_lang=120, langs=("de", "fr"), seed=2, broken=False, inputs="fresh")
+    for path in dumps.iterdir():
+        client.put_object(Bucket="clirmatrix-test", Key=f"fresh/{path.name}", Body=path.read_bytes())
+    settings = DocsSettings(min_docs=10, split_bytes=20_000)  # several ranges of each file
+    remote = run_extract_docs(discover("s3://clirmatrix-test/fresh").docs, "s3://clirmatrix-test/work/docs", settings, flags, workers=1)
+    local = run_extract_docs(discover(str(dumps)).docs, str(tmp_path / "docs"), settings, workers=1)
+    for lang in ("de", "fr"):
+        assert remote["languages"][lang]["docs"] == local["languages"][lang]["docs"] > 50
+        stored = _objects(client, f"work/docs/{lang}/")
+        kept = {path.name: path.read_bytes() for path in (tmp_path / "docs" / lang).glob("*.parquet")}
+        assert len(kept) > 1 and {name: pq.read_table(pa.BufferReader(data)).to_pylist() for name, data in stored.items()} == {
+            name: pq.read_table(pa.BufferReader(data)).to_pylist() for name, data in kept.items()
+        }
