@@ -66,6 +66,11 @@ def entity_numbers(entities: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pc.cast(pc.utf8_slice_codeunits(entities, 1), pa.int64())
 
 
+def entity_names(numbers: np.ndarray) -> pa.Array:
+    """42 -> ``Q42``: the inverse of ``entity_numbers``."""
+    return pc.binary_join_element_wise("Q", pc.cast(pa.array(numbers, pa.int64()), pa.string()), "")
+
+
 def _title_keys(titles: pa.Array, lang: str) -> list[str]:
     return [normalize_title(title, lang) for title in titles.to_pylist()]
 
@@ -194,9 +199,8 @@ class PageEntities:
             ids.append(pc.cast(batch.column("doc_id"), pa.int64()).to_numpy())
             entities.append(entity_numbers(batch.column("entity")).to_numpy())
         page_ids, numbers = np.concatenate(ids), np.concatenate(entities)
-        first = first_rows(page_ids, np.arange(len(page_ids)))  # a page listed twice: its first row
-        order = np.argsort(page_ids[first], kind="stable")
-        self.page_ids, self.entities = page_ids[first][order], numbers[first][order]
+        first = first_rows(page_ids)  # a page listed twice: its first row; in page id order, as searchsorted needs
+        self.page_ids, self.entities = page_ids[first], numbers[first]
 
     def fill(self, batches: Iterable[pa.RecordBatch], stats: LinkStats) -> Iterator[pa.RecordBatch]:
         """The batches with ``entity`` taken from page_props where the record named none; counts both cases."""
@@ -214,8 +218,7 @@ class PageEntities:
             take = found & ~has_own
             stats.page_props += int(take.sum())
             if take.any():
-                names = pc.binary_join_element_wise("Q", pc.cast(pa.array(numbers), pa.string()), "")
-                entity = pc.if_else(pa.array(take), names, batch.column("entity"))
+                entity = pc.if_else(pa.array(take), entity_names(numbers), batch.column("entity"))
                 batch = batch.set_column(batch.schema.get_field_index("entity"), "entity", entity)
             yield batch
 
@@ -247,7 +250,7 @@ def write_links(work_root: str, lang: str, page_props_dir: str | None = None) ->
             catalog.add_rows(pa.table([page_ids, pa.array(numbers, pa.int64(), mask=~linked), batch.column("title")], schema=CATALOG))
             if linked.any():
                 where = pa.array(np.flatnonzero(linked))
-                names = pc.binary_join_element_wise("Q", pc.cast(pa.array(numbers[linked]), pa.string()), "")
+                names = entity_names(numbers[linked])
                 sources = pa.array(np.array(LINK_SOURCES)[source[position:stop][linked] - 1].tolist(), pa.string())
                 entity_docs.add_rows(
                     pa.table(

@@ -427,14 +427,19 @@ def _escape_unpaired(text: str, pattern: re.Pattern, opening: str, escaped: str)
             unpaired.append(match.start())
         elif unpaired:
             unpaired.pop()
-    if not unpaired:
+    return _replace_at(text, unpaired, len(opening), escaped)
+
+
+def _replace_at(text: str, starts: list[int], width: int, replacement: str) -> str:
+    """``text`` with the ``width`` characters at each of ``starts`` (ascending) replaced."""
+    if not starts:
         return text
     parts: list[str] = []
     position = 0
-    for start in unpaired:
+    for start in starts:
         parts.append(text[position:start])
-        parts.append(escaped)
-        position = start + len(opening)
+        parts.append(replacement)
+        position = start + width
     parts.append(text[position:])
     return "".join(parts)
 
@@ -453,13 +458,4 @@ def _escape_open_urls(text: str) -> str:
         pending = match.start() if token != "\n" else None
     if pending is not None:
         unclosed.append(pending)
-    if not unclosed:
-        return text
-    parts: list[str] = []
-    position = 0
-    for start in unclosed:
-        parts.append(text[position:start])
-        parts.append("&#91;")
-        position = start + 1
-    parts.append(text[position:])
-    return "".join(parts)
+    return _replace_at(text, unclosed, 1, "&#91;")
