@@ -42,7 +42,6 @@ from clirmatrix.pipeline.formats import cirrus, enterprise_html, mediawiki_xml
 from clirmatrix.pipeline.gzip_ranges import GzipUnit
 from clirmatrix.pipeline.languages import is_unspaced
 from clirmatrix.pipeline.parquet_io import ParquetSink, row_counts
-from clirmatrix.pipeline.positions import pack_position
 from clirmatrix.pipeline.progress import ProgressLog
 from clirmatrix.pipeline.truncate import DEFAULT_MAX_CHARS, DEFAULT_MAX_TOKENS, rule_for
 from clirmatrix.pipeline.truncate_arrow import truncate_array
@@ -186,7 +185,7 @@ def index_dumps(dumps: dict[str, list[DumpFile]], out_dir: str, split_bytes: int
     if not html:
         return
     spacing = index_spacing(split_bytes)
-    common.run_stage("IndexDumps", html, beam.ParDo(IndexGzipDump(out_dir, spacing, beam_args)), beam_args, workers or common.default_workers(len(html)))
+    common.run_stage("IndexDumps", html, beam.ParDo(IndexGzipDump(out_dir, spacing, beam_args)), beam_args, workers)
     failed = [report["error"] for report in common.read_reports(fileio.join(out_dir, INDEX_FOLDER)) if "error" in report]
     if failed:
         raise DamagedInputError("input that cannot be read to its end; nothing was built from it. Download it again:\n" + "\n".join("    " + line for line in sorted(failed)))
@@ -211,16 +210,16 @@ def read_dump(raw: BinaryIO, dump: DumpFile, report: FileReport, background_infl
 def read_range(raw: BinaryIO, unit: DocsUnit, report: FileReport, crc_pieces: list) -> Iterator[cirrus.Article]:
     """The articles whose record starts in the unit's range (a bz2 XML dump's pages, a tar.gz's NDJSON lines);
     a damaged stream ends it with one reject."""
-    name, size = unit.dump.path, fileio.size_of(unit.dump.path)
     if isinstance(unit.part, GzipUnit):
         yield from enterprise_html.read_articles(_unit_lines(raw, unit, report), report)
         return
+    name, size = unit.dump.path, fileio.size_of(unit.dump.path)
     try:
         prologue = bz2_ranges.xml_prologue(raw, size, name)
         pages = bz2_ranges.iter_page_records(raw, size, unit.part, name, crc_pieces)
         yield from mediawiki_xml.read_page_records(prologue, pages, report)
     except bz2_ranges.Bz2StreamError as error:
-        report.reject(pack_position(error.byte_offset * 8, 0), error.kind, f"{error.detail} ({unit.describe()})")
+        report.reject(error.position, error.kind, f"{error.detail} ({unit.describe()})")
 
 
 class ExtractDumpFile(common.StorageDoFn):
@@ -331,30 +330,13 @@ def run_extract_docs(
     summaries = sorted(common.read_reports(out_dir), key=lambda summary: summary["lang"])
     reports = {s["lang"]: [FileReport.from_dict(unit["report"]) for unit in s["units"]] for s in summaries}
     check_bad_fraction(reports, settings.max_bad_fraction)
-    ranges: dict[str, list[dict]] = {}
-    for summary in summaries:
-        for unit in summary["units"]:
-            if unit.get("part"):
-                ranges.setdefault(unit["report"]["file"], []).append(unit["part"])
-    check_stream_crcs(ranges)
+    bz2_ranges.check_range_reports((unit["report"]["file"], unit["part"]) for s in summaries for unit in s["units"] if unit.get("part"))
     summary = _summarise(summaries, settings)
     for lang, entry in summary["dropped"].items():
         fileio.remove_tree(fileio.join(out_dir, lang))
         LOG.warning("%s dropped: %s documents, fewer than --min-docs %s", lang, f"{entry['docs']:,}", f"{settings.min_docs:,}")
     common.finish_stage(out_dir, summary)
     return summary
-
-
-def check_stream_crcs(ranges: dict[str, list[dict]]) -> None:
-    """The combined CRC of every bz2 stream that crosses a range boundary: only the ranges together can check it.
-
-    ``ranges``: per dump file, its ranges' ``part`` reports (``index`` and ``crc_pieces``).
-    """
-    for path, parts in sorted(ranges.items()):
-        try:
-            bz2_ranges.check_stream_crcs(path, [part["crc_pieces"] for part in sorted(parts, key=lambda part: part["index"])])
-        except bz2_ranges.Bz2StreamError as error:
-            raise DamagedInputError(f"{path}: {error.detail} (at byte {error.byte_offset:,}); download it again and check it against the md5sums") from None
 
 
 def _summarise(summaries: list[dict], settings: DocsSettings) -> dict:

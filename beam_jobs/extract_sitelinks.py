@@ -35,7 +35,6 @@ from clirmatrix.pipeline.dumps import ITEMS_PER_SITE, PAGE_PROPS, WIKIDATA_JSON,
 from clirmatrix.pipeline.formats.mediawiki_sql import read_items_per_site, read_page_props
 from clirmatrix.pipeline.formats.wikidata import Framing, Sitelink, SitelinkFilter, read_sitelinks
 from clirmatrix.pipeline.parquet_io import ParquetSink
-from clirmatrix.pipeline.positions import pack_position
 from clirmatrix.pipeline.progress import ProgressLog
 from clirmatrix.schemas import PAGE_ENTITIES, SITELINKS
 
@@ -124,8 +123,8 @@ def _range_sitelinks(raw: BinaryIO, unit: LinkUnit, selection: SitelinkFilter, r
     try:
         yield from read_sitelinks(bz2_ranges.iter_line_records(raw, size, unit.part, name, crc_pieces), selection, report, framing)
     except bz2_ranges.Bz2StreamError as error:
-        report.reject(pack_position(error.byte_offset * 8, 0), error.kind, f"{error.detail} ({unit.describe()})")
-    part.update(index=unit.part.index, last=unit.part.end_bit >> 3 >= size, framing=framing.to_dict(), crc_pieces=[list(piece) for piece in crc_pieces])
+        report.reject(error.position, error.kind, f"{error.detail} ({unit.describe()})")
+    part.update(index=unit.part.index, framing=framing.to_dict(), crc_pieces=[list(piece) for piece in crc_pieces])
 
 
 def _by_file(reports: Sequence[FileReport]) -> dict[str, list[FileReport]]:
@@ -138,16 +137,8 @@ def _by_file(reports: Sequence[FileReport]) -> dict[str, list[FileReport]]:
 
 def check_ranges(units_done: Sequence[dict]) -> None:
     """Across the ranges of each bz2 JSON dump: the combined CRC of streams crossing a cut, and the array opened and closed."""
-    by_file: dict[str, list[dict]] = {}
-    for unit in units_done:
-        if unit.get("part"):
-            by_file.setdefault(unit["report"]["file"], []).append(unit["part"])
+    by_file = bz2_ranges.check_range_reports((unit["report"]["file"], unit["part"]) for unit in units_done if unit.get("part"))
     for path, parts in sorted(by_file.items()):
-        parts.sort(key=lambda part: part["index"])
-        try:
-            bz2_ranges.check_stream_crcs(path, [part["crc_pieces"] for part in parts])
-        except bz2_ranges.Bz2StreamError as error:
-            raise DamagedInputError(f"{path}: {error.detail} (at byte {error.byte_offset:,}); download it again and check it against the md5sums") from None
         if parts[0]["framing"]["opens"] and not parts[-1]["framing"]["closes"]:
             raise DamagedInputError(f"{path}: the entity array opened on line 1 is never closed with ']': the file was cut short; download it again")
 

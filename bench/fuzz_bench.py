@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clirmatrix.beam_jobs import extract_docs
-from clirmatrix.pipeline import fileio
+from clirmatrix.pipeline import bz2_ranges, fileio
 from clirmatrix.pipeline.badinput import DamagedInputError, FileReport, TooManyBadRecords, check_bad_fraction
 from clirmatrix.pipeline.dumps import CIRRUS, HTML, XML, DumpFile
 from clirmatrix.pipeline.errors import InputError
@@ -172,7 +172,7 @@ def read_counts(item: Input, path: Path) -> FileReport:
         if unit.part is not None and item.kind == XML:
             parts.append({"index": unit.part.index, "crc_pieces": [list(piece) for piece in pieces]})
     check_bad_fraction({item.lang: reports}, MAX_BAD_FRACTION)
-    extract_docs.check_stream_crcs({str(path): parts})
+    bz2_ranges.check_range_reports((str(path), part) for part in parts)
     for unit_report in reports:  # one report for the file, as a whole-file read gives
         report.records, report.kept = report.records + unit_report.records, report.kept + unit_report.kept
         report.filtered.update(unit_report.filtered)

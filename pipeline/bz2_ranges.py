@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import bisect
 import bz2
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple
 
-from clirmatrix.pipeline.badinput import CORRUPT_STREAM, TRUNCATED_STREAM
+from clirmatrix.pipeline.badinput import CORRUPT_STREAM, TRUNCATED_STREAM, DamagedInputError
 from clirmatrix.pipeline.errors import InputError
 from clirmatrix.pipeline.positions import pack_position
 
@@ -72,6 +72,11 @@ class Bz2StreamError(InputError):
         self.file = file
         self.byte_offset = byte_offset
         self.detail = detail
+
+    @property
+    def position(self) -> int:
+        """Where the file broke, as a record position (``pack_position``), for a FileReport reject."""
+        return pack_position(self.byte_offset * 8, 0)
 
 
 class TruncatedStreamError(Bz2StreamError, EOFError):
@@ -160,6 +165,25 @@ def check_stream_crcs(name: str, pieces_by_range: Sequence[Sequence[CrcPiece | S
                 if open_crc != piece.stored:
                     raise CorruptStreamError(name, piece.byte, "corrupt bz2 stream: its combined CRC does not match its blocks")
                 open_crc = None
+
+
+def check_range_reports(parts: Iterable[tuple[str, dict]]) -> dict[str, list[dict]]:
+    """Check, per file, the combined CRC of every stream that crosses a range boundary, from the ranges' reports.
+
+    ``parts``: ``(file, report)`` of each range read, its report holding ``index`` and
+    ``crc_pieces`` (as stored in JSON). Raises ``DamagedInputError`` naming the file;
+    returns the reports per file in file order, for checks of the file's framing.
+    """
+    by_file: dict[str, list[dict]] = {}
+    for path, part in parts:
+        by_file.setdefault(path, []).append(part)
+    for path, file_parts in sorted(by_file.items()):
+        file_parts.sort(key=lambda part: part["index"])
+        try:
+            check_stream_crcs(path, [part["crc_pieces"] for part in file_parts])
+        except Bz2StreamError as error:
+            raise DamagedInputError(f"{path}: {error.detail} (at byte {error.byte_offset:,}); download it again and check it against the md5sums") from None
+    return by_file
 
 
 def _patterns() -> list[tuple[int, int, bytes, int, int, int, int]]:
