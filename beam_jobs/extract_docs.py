@@ -33,7 +33,7 @@ from apache_beam.metrics import Metrics
 
 from clirmatrix.beam_jobs import common
 from clirmatrix.pipeline import bz2_ranges, fileio, gzip_ranges
-from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, TRUNCATED_STREAM, DamagedInputError, FileReport, check_bad_fraction
+from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, DamagedInputError, FileReport, check_bad_fraction
 from clirmatrix.pipeline.bz2_ranges import BlockRange
 from clirmatrix.pipeline.config import DEFAULT_MIN_DOCS, DEFAULT_SPLIT_BYTES, DEFAULT_SPLIT_MB, comma_list
 from clirmatrix.pipeline.dedup import drop_duplicate_ids
@@ -103,20 +103,6 @@ def index_spacing(split_bytes: int) -> int:
     return max(gzip_ranges.MIN_SPACING, min(gzip_ranges.DEFAULT_SPACING, split_bytes // 2))
 
 
-def _unit_lines(raw: BinaryIO, unit: DocsUnit, report: FileReport) -> Iterator[tuple[int, bytes]]:
-    """``(line number in the archive's NDJSON, line)`` of a tar.gz range, as ``enterprise_html.tar_lines`` numbers them."""
-    index = gzip_ranges.GzipIndex.from_bytes(fileio.read_bytes(unit.index_path), raw, unit.index_path)
-    number = unit.first_line
-    try:
-        for line in gzip_ranges.iter_unit_lines(raw, index, unit.part, unit.dump.path):
-            number = unit.first_line + line.number
-            yield number, line.data
-            if not line.data.endswith(b"\n"):
-                report.reject(number, TRUNCATED_STREAM, f"member {unit.part.name} ends inside line {line.number:,} (no final newline)")
-    except gzip_ranges.GzipStreamError as error:
-        report.reject(number + 1, error.kind, f"{error} ({unit.describe()})")
-
-
 def plan_units(dumps: dict[str, list[DumpFile]], split_bytes: int, out_dir: str = "") -> list[DocsUnit]:
     """Every language's units in dump order: whole files, bz2 XML dumps in ranges of ~``split_bytes`` compressed bytes,
     and Enterprise HTML dumps in ranges of their tar members cut at the checkpoints of their indexes (built first).
@@ -131,10 +117,7 @@ def plan_units(dumps: dict[str, list[DumpFile]], split_bytes: int, out_dir: str 
             if dump.kind == HTML:
                 path = index_path(out_dir, dump, index_spacing(split_bytes))
                 index = gzip_ranges.GzipIndex.from_bytes(fileio.read_bytes(path), path=path)
-                before, lines = {}, 0
-                for number, member in enumerate(index.members):
-                    before[number] = lines
-                    lines += member.lines if enterprise_html.is_ndjson(member.name) else 0
+                before = enterprise_html.lines_before(index)
                 for part in gzip_ranges.plan_units(index, split_bytes):
                     if enterprise_html.is_ndjson(part.name):
                         units.append(DocsUnit(rank, dump, part, path, before[part.member]))
@@ -211,7 +194,9 @@ def read_range(raw: BinaryIO, unit: DocsUnit, report: FileReport, crc_pieces: li
     """The articles whose record starts in the unit's range (a bz2 XML dump's pages, a tar.gz's NDJSON lines);
     a damaged stream ends it with one reject."""
     if isinstance(unit.part, GzipUnit):
-        yield from enterprise_html.read_articles(_unit_lines(raw, unit, report), report)
+        index = gzip_ranges.GzipIndex.from_bytes(fileio.read_bytes(unit.index_path), raw, unit.index_path)
+        lines = enterprise_html.range_lines(raw, index, unit.part, unit.first_line, unit.dump.path, report)
+        yield from enterprise_html.read_articles(lines, report)
         return
     name, size = unit.dump.path, fileio.size_of(unit.dump.path)
     try:

@@ -6,21 +6,24 @@
 title), ``namespace.identifier``, ``main_entity.identifier`` (the Wikidata item, so no
 Wikidata dump is needed for links) and ``article_body.html``, the Parsoid-rendered page,
 which ``clirmatrix.pipeline.html_text`` turns into text as CirrusSearch builds its
-``text`` field. The archive is read as a stream (``tarfile`` in ``r|`` mode over the
-inflating stream): nothing is unpacked to disk, and members are read in archive order.
+``text`` field. Nothing is unpacked to disk: a whole archive is read as a stream
+(``tar_lines``: ``tarfile`` in ``r|`` mode over the inflating stream), a range of one
+through its seek index (``range_lines``, ``clirmatrix.pipeline.gzip_ranges``); both
+number the lines alike, on across the NDJSON members in archive order.
 """
 
 from __future__ import annotations
 
 import tarfile
 from collections.abc import Iterable, Iterator
-from typing import IO
+from typing import IO, BinaryIO
 
 import orjson
 
 from clirmatrix.pipeline.badinput import BAD_FIELD, MALFORMED_JSON, MISSING_FIELD, NOT_AN_OBJECT, TRUNCATED_STREAM, FileReport
 from clirmatrix.pipeline.fileio import STREAM_ERRORS, stream_error_kind
 from clirmatrix.pipeline.formats.cirrus import EMPTY_TEXT, OTHER_NAMESPACE, Article, entity_of, is_page_id
+from clirmatrix.pipeline.gzip_ranges import GzipIndex, GzipStreamError, GzipUnit, iter_unit_lines
 from clirmatrix.pipeline.html_text import html_to_text
 
 NOT_NDJSON = "not_ndjson"  # a tar member that is no NDJSON file (a README, a folder): skipped whole, counted as a note
@@ -59,12 +62,42 @@ def tar_lines(stream: IO[bytes], report: FileReport) -> Iterator[tuple[int, byte
                     number += 1
                     yield number, line
                 if not line.endswith(b"\n") and member.size:
-                    report.reject(number, TRUNCATED_STREAM, f"member {member_name} ends inside line {number:,} (no final newline)")
+                    _cut_inside_line(report, member_name, number)
     except tarfile.ReadError as error:
         kind = TRUNCATED_STREAM if "unexpected end" in str(error) or "empty" in str(error) else stream_error_kind(error)
         report.reject(number + 1, kind, f"tar: {error} (in member {member_name}, after line {number:,})")
     except STREAM_ERRORS as error:
         report.reject(number + 1, stream_error_kind(error), f"{type(error).__name__}: {error} (in member {member_name}, after line {number:,})")
+
+
+def lines_before(index: GzipIndex) -> list[int]:
+    """For each tar member of an indexed archive, the NDJSON lines before it: where ``tar_lines`` numbering stands there."""
+    before, lines = [], 0
+    for member in index.members:
+        before.append(lines)
+        lines += member.lines if is_ndjson(member.name) else 0
+    return before
+
+
+def range_lines(raw: BinaryIO, index: GzipIndex, part: GzipUnit, first_line: int, path: str, report: FileReport) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` of the lines a range of an indexed archive owns, numbered as ``tar_lines`` numbers them.
+
+    ``first_line``: ``lines_before(index)`` of the range's member. A damaged stream ends
+    the iteration with one reject, as in ``tar_lines``.
+    """
+    number = first_line
+    try:
+        for line in iter_unit_lines(raw, index, part, path):
+            number = first_line + line.number
+            yield number, line.data
+            if not line.data.endswith(b"\n"):
+                _cut_inside_line(report, part.name, number)
+    except GzipStreamError as error:
+        report.reject(number + 1, error.kind, f"{error} (member {part.name}, bytes {part.start:,} to {part.end:,} of the tar)")
+
+
+def _cut_inside_line(report: FileReport, member_name: str, number: int) -> None:
+    report.reject(number, TRUNCATED_STREAM, f"member {member_name} ends inside line {number:,} (no final newline)")
 
 
 def read_articles(lines: Iterable[tuple[int, bytes]], report: FileReport) -> Iterator[Article]:
