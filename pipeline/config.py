@@ -96,7 +96,7 @@ class BuildConfig:
     threads: int = _setting(1, "Search threads per worker.", min=1)
     shard_docs: int = _setting(DEFAULT_SHARD_DOCS, "Documents per retrieval shard; results do not depend on it.", min=1)
     block_size: int = _setting(DEFAULT_BLOCK_SIZE, "Queries per unit of labelling, propagation and writing.", min=1)
-    split_mb: int = _setting(DEFAULT_SPLIT_MB, "Compressed MB per unit of extraction for dumps read in ranges (bz2 XML and Wikidata); results do not depend on it.", min=1)
+    split_mb: int = _setting(DEFAULT_SPLIT_MB, "Compressed MB per unit of extraction for dumps read in ranges (Enterprise HTML, bz2 XML, bz2 Wikidata JSON); results do not depend on it.", min=1)
 
     @property
     def work_dir(self) -> str:
