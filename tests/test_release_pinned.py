@@ -1,0 +1,37 @@
+"""The sample build's released files, byte for byte, against digests pinned before the write, carry and search stages were rewritten for speed (issue 36).
+
+Faster code must not change one byte of the release: the digests in
+``tests/fixtures/release_md5/world8.json`` were taken from the build of the
+8-language sample at commit 91f059b. A change that is meant to alter the release
+(a fix to the method) regenerates them on purpose::
+
+    CLIRMATRIX_PIN_RELEASE=write pytest tests/test_release_pinned.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from clirmatrix.pipeline import layout
+
+PINNED = Path(__file__).parent / "fixtures" / "release_md5" / "world8.json"
+
+
+def _digests(out: Path) -> dict[str, str]:
+    """md5 of every file whose path the release layout names (the index and manifest name where a build is, so they are left out)."""
+    paths = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and ".work" not in p.parts)
+    return {path: hashlib.md5((out / path).read_bytes()).hexdigest() for path in paths if layout.parse_path(path)}
+
+
+def test_the_sample_release_is_byte_identical_to_the_pinned_digests(built):
+    out, _, _ = built
+    digests = _digests(out)
+    if os.environ.get("CLIRMATRIX_PIN_RELEASE") == "write":
+        PINNED.write_text(json.dumps(digests, indent=0, sort_keys=True) + "\n")
+    pinned = json.loads(PINNED.read_text())
+    changed = sorted(path for path in pinned if digests.get(path) != pinned[path])
+    assert set(digests) == set(pinned)
+    assert not changed, f"{len(changed)} of {len(pinned)} released files changed, e.g. {changed[:3]}"
