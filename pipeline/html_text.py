@@ -13,23 +13,28 @@ docs/method.md, "Text from HTML"); the additions for Parsoid's markup, which the
 Wikimedia Enterprise HTML dumps carry, are marked [ours] there and below.
 
 Hand-written on selectolax (lexbor) because no library reproduces ``WikiTextStructure``
-(resiliparse's C extractor gives the same text on real Parsoid pages and is ~15% faster,
-but by its own rules: a space at <center>, <details>, <noscript>, none for form fields;
-mwparserfromhtml is paragraph-based and 30x slower). Every pass over the page runs in C:
-one regular expression over the source that puts the block-level spaces in, the lexbor
-parse, one CSS query, lexbor's text walk, str methods for the whitespace. Python loops
-only over the elements the query matched. bench/html_text_bench.py compares the
-parsers and measures the speed against the bare parse.
+(resiliparse's C extractor gives the same text on real Parsoid pages, but by its own
+rules: a space at <center>, <details>, <noscript>, none for form fields; it is about as
+fast as this module; mwparserfromhtml is paragraph-based and 30x slower).
+Every pass over the page runs in C: the UTF-8 encoding, one regular expression over the
+bytes that puts the block-level spaces in, the lexbor parse, one CSS query, lexbor's
+text walk, bytes methods for the whitespace. Python loops only over the elements the
+query matched. Two walks of the tree (the query, the text) and the pre-pass are what
+is left above the bare parse (docs/benchmarks.md, "HTML to text");
+bench/html_text_bench.py compares the parsers, and this module against an older one,
+and measures the speed against the bare parse.
 """
 
 from __future__ import annotations
 
 import re
+import sys
+import threading
 from html import unescape
 from typing import NamedTuple
 
 import orjson
-from selectolax.lexbor import LexborHTMLParser, LexborNode
+from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser, LexborNode
 
 # WikiTextStructure's excluded selectors (MediaWiki core, 2019 and 2025 alike), plus [ours]:
 # Parsoid's reference back-links ([rel="mw:referencedBy"], legacy .mw-cite-backlink),
@@ -79,7 +84,8 @@ _HEADINGS = "h1, h2, h3, h4, h5, h6"
 _EXCLUDED_NOT_HEADINGS = ", ".join(s for s in EXCLUDED_SELECTORS if s not in _HEADINGS.split(", "))
 _REMOVED = ", ".join(EXCLUDED_SELECTORS + AUXILIARY_SELECTORS)
 _AUXILIARY = ", ".join(AUXILIARY_SELECTORS)
-_LANGUAGE_VARIANT = '[typeof~="mw:LanguageVariant"]'
+_LANGUAGE_VARIANT_MARK = "mw:LanguageVariant"
+_LANGUAGE_VARIANT = f'[typeof~="{_LANGUAGE_VARIANT_MARK}"]'
 
 
 def _trie_pattern(words: tuple[str, ...]) -> str:
@@ -104,8 +110,24 @@ def _trie_pattern(words: tuple[str, ...]) -> str:
 # A space before every block-level start or end tag of the source (what stripAllTags does
 # at each such tag). Only the "<" is matched, so the replacement is a literal and the
 # substitution stays in C. Case-sensitive: Parsoid and the legacy parser write lower-case
-# tags (an upper-case one only loses its extra space; the parse is the same).
-_BLOCK_TAG_START = re.compile(r"<(?=/?(?:" + _trie_pattern(BLOCK_TAGS) + r")[\s/>])")
+# tags (an upper-case one only loses its extra space; the parse is the same). It runs on
+# the UTF-8 bytes that lexbor parses (the encoding is needed anyway, and a byte is
+# scanned faster than a UCS-2 or UCS-4 character); _BLOCK_TAG_START_TEXT is the same
+# pattern for text, where a tag name ends at [\s/>] with \s as str.isspace(): the bytes
+# pattern ends it at the UTF-8 form of each of those characters, so both put the spaces
+# in the same places.
+_TAG_NAME_ENDS = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + (
+    "\u2028\u2029\u202f\u205f\u3000/>"
+)
+# A possessive "/?+" (Python 3.11 on) spares sre a backtracking frame at each "<": a tenth
+# of the pre-pass. The same match, as a tag name never starts with "/".
+_SLASH = "/?+" if sys.version_info >= (3, 11) else "/?"
+_BLOCK_TAG_START_TEXT = re.compile(r"<(?=" + _SLASH + "(?:" + _trie_pattern(BLOCK_TAGS) + r")[\s/>])")
+_BLOCK_TAG_START = re.compile(
+    b"<(?=" + _SLASH.encode() + b"(?:" + _trie_pattern(BLOCK_TAGS).encode() + rb")(?:["
+    + re.escape("".join(c for c in _TAG_NAME_ENDS if c.isascii()).encode())
+    + rb"]|" + b"|".join(re.escape(c.encode()) for c in _TAG_NAME_ENDS if not c.isascii()) + rb"))"
+)
 # PHP's trim() set.
 _TRIM = " \t\n\r\x00\x0b"
 # Marks the first heading's place in the text; a noncharacter that pages do not carry
@@ -125,7 +147,7 @@ class HtmlText(NamedTuple):
     auxiliary_text: list[str]
 
 
-def _collapse(text: str) -> str:
+def _collapse_text(text: str) -> str:
     """Sanitizer::normalizeWhitespace and trim(): ASCII whitespace runs to one space.
 
     Done with str methods (C loops); the equivalent regular expression ``[ \t\r\n]+``
@@ -135,10 +157,51 @@ def _collapse(text: str) -> str:
     return " ".join(filter(None, spaced.split(" "))).strip(_TRIM)
 
 
+def _collapse(text: str) -> str:
+    """_collapse_text on the UTF-8 bytes, a third faster: bytes.split() cuts at ASCII whitespace.
+
+    That is space, tab, CR, LF and also VT and FF, which MediaWiki keeps inside the text:
+    a text holding either goes the str way. No byte of a multi-byte UTF-8 sequence is ASCII.
+    """
+    if "\x0b" in text or "\x0c" in text:
+        return _collapse_text(text)
+    try:
+        return b" ".join(text.encode().split()).decode().strip(_TRIM)
+    except UnicodeEncodeError:  # a lone surrogate; lexbor's text has none
+        return _collapse_text(text)
+
+
+_LOCAL = threading.local()
+
+
+def _selector() -> LexborCSSSelector:
+    """This thread's CSS selector engine, made once, not once a page (as ``node.css`` does)."""
+    selector = getattr(_LOCAL, "selector", None)
+    if selector is None:
+        selector = _LOCAL.selector = LexborCSSSelector()
+    return selector
+
+
+def _source(html: str) -> tuple[bytes, bool]:
+    """The page as lexbor reads it (UTF-8, a space before each block-level tag), and
+    whether it holds Parsoid's language-variant markup."""
+    try:
+        source = _BLOCK_TAG_START.sub(b" <", html.encode())
+    except UnicodeEncodeError:
+        # A lone surrogate (a JSON "\ud800"): dropped, as selectolax does with text, after
+        # the pre-pass on the text, so that the spaces go where they went before.
+        return _BLOCK_TAG_START_TEXT.sub(" <", html).encode(errors="ignore"), _LANGUAGE_VARIANT_MARK in html
+    # The pre-pass only adds " " before "<": the mark is in the bytes iff in the text.
+    return source, _LANGUAGE_VARIANT_MARK.encode() in source
+
+
 def _parse(html: str) -> LexborNode | None:
-    """The <body> of the page with a space before each block-level tag, or None."""
-    # selectolax encodes with errors="ignore": a lone surrogate (a JSON "\ud800") is dropped.
-    return LexborHTMLParser(_BLOCK_TAG_START.sub(" <", html)).body
+    """The <body> of the page, a space before each block-level tag, variants filled; or None."""
+    source, variants = _source(html)
+    body = LexborHTMLParser(source).body
+    if body is not None and variants:
+        _fill_language_variants(body)
+    return body
 
 
 def _fill_language_variants(body: LexborNode) -> None:
@@ -149,7 +212,7 @@ def _fill_language_variants(body: LexborNode) -> None:
     ``disabled``/``filter``/``name`` text, a two-way rule's text for the base variant
     (else its first), a one-way rule's source text.
     """
-    for node in body.css(_LANGUAGE_VARIANT):
+    for node in _selector().find(_LANGUAGE_VARIANT, body):
         if node.tag == "meta" or node.child is not None:
             continue
         try:
@@ -160,7 +223,30 @@ def _fill_language_variants(body: LexborNode) -> None:
             continue
         shown = _variant_text(rule)
         if shown:
-            node.insert_child(LexborHTMLParser(shown, is_fragment=True).text())
+            node.insert_child(_fragment_text(shown))
+
+
+def _fragment_text(html: str) -> str:
+    """The text of an HTML fragment; without markup, the string itself (no parser made).
+
+    Parsing a fragment costs a new lexbor document (tens of microseconds, the parse of a
+    few kB of page), once per rule; a page of zh or another variant wiki can have many,
+    often plain text (some hold markup: Wiktionary's zh-x). A string with no "<" or "&"
+    (markup, character references), CR (made LF), NUL (dropped) or lone surrogate (dropped
+    by selectolax's encoding) is its own text (checked against the parse in
+    tests/test_html_text.py).
+    """
+    if "<" in html or "&" in html or "\r" in html or "\x00" in html or not _encodes(html):
+        return LexborHTMLParser(html, is_fragment=True).text()
+    return html
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _variant_text(rule: dict) -> str:
@@ -192,9 +278,7 @@ def html_to_text(html: str) -> str:
     body = _parse(html)
     if body is None:
         return ""
-    if "mw:LanguageVariant" in html:
-        _fill_language_variants(body)
-    for node in body.css(_REMOVED):
+    for node in _selector().find(_REMOVED, body):
         node.decompose(recursive=False)
     return _collapse(body.text())
 
@@ -267,8 +351,6 @@ def html_to_parts(html: str) -> HtmlText:
     body = _parse(html)
     if body is None:
         return HtmlText("", None, [], [])
-    if "mw:LanguageVariant" in html:
-        _fill_language_variants(body)
     mark = _opening_mark(body, html)
     for node in body.css(_EXCLUDED_NOT_HEADINGS):
         node.decompose(recursive=False)

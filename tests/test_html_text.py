@@ -3,17 +3,22 @@
 What a user checks: the lead's sentences are there and opening_text is the lead;
 reference marks, headings, infoboxes, navboxes, captions, hatnotes and stylesheets are
 not in the text; the fast path gives what the literal port of MediaWiki's algorithm
-gives; bad input never raises.
+gives, and what it gave before it was made faster (digests pinned at 91f059b); bad input
+never raises.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from selectolax.lexbor import LexborHTMLParser
 
+from clirmatrix.pipeline import html_text
 from clirmatrix.pipeline.html_text import HtmlText, html_to_parts, html_to_text, html_to_text_reference
 
 FIXTURES = Path(__file__).parent / "fixtures" / "html"
@@ -193,3 +198,86 @@ def test_parsoid_language_variant_text_is_shown() -> None:
 def test_bad_input_never_raises(html: str, expected: str) -> None:
     assert html_to_text(html) == expected
     assert html_to_parts(html).text == expected
+
+
+# sha256 (first 16 hex digits) of html_to_text's output and of html_to_parts' four fields
+# (json.dumps, ensure_ascii=False) on each fixture, made by the module at 91f059b, before
+# the speed work of issue 31: any change of a character shows here.
+PINNED = {
+    "dewiki_Squirrel.ndjson": ("c4fe26129bf29b1d", "4f298c5b48669bd0"),
+    "enwiki_Caryophyllales.html": ("925399460879a1c5", "0c91cb6f4d017e6f"),
+    "enwiki_Foobar.html": ("f48926c47fe602b5", "6750a549375de4eb"),
+    "enwiki_Mike_Potts.ndjson": ("20f8b6d77683a815", "45d420b9901a06f0"),
+    "enwiki_William_Clark_inventor.ndjson": ("702ff7f5e3307971", "0842c785272f2fdd"),
+    "ruwiki_Squirrel.ndjson": ("d6e0040a70f294db", "701025fe13c03361"),
+}
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def test_every_fixture_is_pinned() -> None:
+    assert sorted(PINNED) == PAGES
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_output_is_byte_identical_to_the_pinned_one(parts: dict[str, HtmlText], name: str) -> None:
+    text_digest, parts_digest = PINNED[name]
+    assert digest(html_to_text(page(name))) == text_digest
+    assert digest(json.dumps(parts[name], ensure_ascii=False)) == parts_digest
+
+
+def test_the_bytes_pre_pass_puts_spaces_where_the_text_one_does() -> None:
+    """The pre-pass runs on UTF-8; a tag name ends at the same characters as in the text pattern."""
+    assert set(html_text._TAG_NAME_ENDS) == {chr(c) for c in range(0x110000) if chr(c).isspace()} | {"/", ">"}
+    samples = [chr(c) for c in (*range(0x100), 0x1680, 0x180E, 0x2000, 0x200A, 0x200B, 0x2028, 0x202F, 0x205F,
+                                0x3000, 0xFEFF, 0x1F600)]
+    for tag in ("p", "div", "li", "br", "pre", "param", "link", "thead", "table"):
+        for end in samples:
+            source = f"a<{tag}{end}b</{tag}{end}c"
+            assert html_text._BLOCK_TAG_START.sub(b" <", source.encode()) == (
+                html_text._BLOCK_TAG_START_TEXT.sub(" <", source).encode()
+            ), (tag, end)
+
+
+@pytest.mark.parametrize(
+    "html, expected",
+    [
+        # A lone surrogate is dropped after the pre-pass, as before: inside a tag name it
+        # keeps the tag from counting as block-level (no space), elsewhere nothing changes.
+        ("a<p\ud800>b</p>c", "ab c"),
+        ("<div\ud800>a</div>b", "a b"),
+        ("x\ud800<br>y", "x y"),
+    ],
+)
+def test_lone_surrogates_keep_their_old_treatment(html: str, expected: str) -> None:
+    assert html_to_text(html) == expected
+    assert html_to_parts(html).text == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", " a \t b\n\r\nc  ", "\x00 a \x00", "a\x0bb \x0c c", "\x0b a \x0b", "e\xa0f\u3000g\u2009h  i",
+     "中文 \n 文", "\U0001f600  x", " \x00\x0b"],
+)
+def test_bytes_whitespace_collapse_equals_the_text_one(text: str) -> None:
+    assert html_text._collapse(text) == html_text._collapse_text(text)
+
+
+@pytest.mark.parametrize(
+    "shown",
+    ["發", "plain text", " 中 文 ", "a\x0cb\x0bc\x01", "\ufeffx", "<b>bold</b> and <i>it", "x &amp; y &lt;",
+     "a\r\nb\rc", "a\x00b", "a\ud800b"],
+)
+def test_variant_text_without_markup_skips_the_fragment_parse(shown: str) -> None:
+    """The shortcut for plain variant text gives what parsing it as a fragment gives."""
+    assert html_text._fragment_text(shown) == LexborHTMLParser(shown, is_fragment=True).text()
+
+
+def test_threads_get_their_own_selector_engine() -> None:
+    """Beam's SDK harness runs bundles in threads: each thread has its own lexbor selector."""
+    expected = {name: html_to_text(page(name)) for name in PAGES}
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda name: (name, html_to_text(page(name))), PAGES * 4))
+    assert all(text == expected[name] for name, text in got)
