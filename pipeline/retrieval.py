@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numba
@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.config import ConfigError, comma_list
 from clirmatrix.pipeline.corpus import WorkDirs, iter_catalog, iter_docs
-from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics, Engine, FieldStatistics, Hits
+from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics, Engine, FieldStatistics, FlatHits, Hits
 from clirmatrix.pipeline.fingerprint import fingerprint
 from clirmatrix.pipeline.parquet_io import ParquetSink, read_table, write_table
 from clirmatrix.pipeline.reports import read_report
@@ -163,6 +163,15 @@ def hits_table(query_start: int, hits: Sequence[Hits], doc_offset: int = 0) -> p
     return pa.table([pa.array(query), pa.array(doc.astype(np.int32)), pa.array(score)], schema=RETRIEVAL)
 
 
+def flat_hits_table(query_start: int, hits: FlatHits, doc_offset: int = 0) -> pa.Table:
+    """``hits_table`` of results already flat (``EmbeddedEngine.search_flat``): the same table, column by column."""
+    query = np.repeat(np.arange(query_start, query_start + len(hits.lengths), dtype=np.int32), hits.lengths)
+    doc = np.asarray(hits.positions, dtype=np.int32)
+    if doc_offset:
+        doc = doc + np.int32(doc_offset)
+    return pa.table([pa.array(query), pa.array(doc), pa.array(np.asarray(hits.scores, dtype=np.float32))], schema=RETRIEVAL)
+
+
 def _index(work: WorkDirs, settings: RetrievalSettings, plan: LanguagePlan, shard: int):
     """An engine over one shard of the language's documents (the whole language when it has one)."""
     start, end = plan.shard(shard)
@@ -282,20 +291,10 @@ def search(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part
     else:  # step 1 indexed the shard: load it, and score it with the language's statistics
         engine = load_index(work.shard_index_dir(plan.lang, part), settings, plan.lang)
         engine.use_statistics(language_statistics(work, plan), *language_document_frequencies(work, plan, engine.terms()))
-    engine.search(["warm up"], settings.k)  # numba loads its kernels once: not part of the search rate
+    engine.search_flat(["warm up"], settings.k)  # numba loads its kernels once: not part of the search rate
     indexed = time.perf_counter()
     offset = plan.shard(part)[0]
-    queries = hits = no_hits = 0
-    for block in range(plan.blocks):
-        path = work.retrieval_file(plan.lang, block) if plan.shards == 1 else work.shard_hits_file(plan.lang, block, part)
-        with ParquetSink(path, RETRIEVAL) as sink:
-            for first, titles in _query_batches(work, plan, block):
-                found = engine.search(titles, settings.k)
-                sink.add_table(hits_table(first, found, offset))
-                queries += len(found)
-                no_hits += sum(1 for h in found if len(h.positions) == 0)
-            hits += sink.rows
-        LOG.info("%s: shard %d/%d, %s of %s queries searched", plan.lang, part + 1, plan.shards, f"{queries:,}", f"{plan.docs:,}")
+    queries, hits, no_hits = search_blocks(work, settings, plan, part, engine, range(plan.blocks))
     searched = time.perf_counter()
     report = {
         "lang": plan.lang,
@@ -309,6 +308,29 @@ def search(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part
     if plan.shards == 1:
         report["queries_without_hits"] = no_hits
     return report
+
+
+def search_blocks(work: WorkDirs, settings: RetrievalSettings, plan: LanguagePlan, part: int, engine, blocks: Iterable[int]) -> tuple[int, int, int]:
+    """The search step's work once its shard's embedded engine is ready: each block's titles searched and their hits written.
+
+    Titles are read ``QUERY_BATCH`` at a time (each batch one row group of the hits
+    file), analysed together and searched in one call, and the hits go from the
+    kernel's arrays into the Arrow table without an object a query
+    (``EmbeddedEngine.search_flat``). Returns (queries, hits, queries without hits).
+    """
+    offset = plan.shard(part)[0]
+    queries = hits = no_hits = 0
+    for block in blocks:
+        path = work.retrieval_file(plan.lang, block) if plan.shards == 1 else work.shard_hits_file(plan.lang, block, part)
+        with ParquetSink(path, RETRIEVAL) as sink:
+            for first, titles in _query_batches(work, plan, block):
+                found = engine.search_flat(titles, settings.k)
+                sink.add_table(flat_hits_table(first, found, offset))
+                queries += len(titles)
+                no_hits += int(np.count_nonzero(found.lengths == 0))
+            hits += sink.rows
+        LOG.info("%s: shard %d/%d, %s of %s queries searched", plan.lang, part + 1, plan.shards, f"{queries:,}", f"{plan.docs:,}")
+    return queries, hits, no_hits
 
 
 class _SortedByQuery:

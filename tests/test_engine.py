@@ -281,3 +281,71 @@ def test_search_command_writes_the_run_and_reports_bad_input(tmp_path, capsys):
     assert main(args) == 2 and "exactly one of --lang" in capsys.readouterr().err
     (tmp_path / "q.tsv").write_text("no tab\n", encoding="utf-8")
     assert main(args + ["--lang", "en"]) == 2 and "q.tsv line 1" in capsys.readouterr().err
+
+
+# Texts where analysing many at once could go wrong: separators inside a text, final
+# sigma and dotted capital I at text ends (lowercasing the joined texts), letters
+# beyond the BMP in one text only, immense tokens, stop words, stems, unspaced scripts.
+BULK_TEXTS = [
+    "", " ", "The running of the Bulls", "ΟΔΥΣΣΕΑΣ", "Σ", "İSTANBUL İ", "line\nbreak", "nul\x00inside\x1fand\ufffe",
+    "𠀀𠀁 abc 𝐀𝐁", "a" * 300 + " short", "日本語のテキスト 東京タワー", "Straße Quelle Aepfel Äpfel", "กรุงเทพมหานคร", "한국어 텍스트",
+    "Одиссея и другие", "Ünïcödé\u0301 MIXED ca\u0301se", "repeat repeat Repeat", "\n\n",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", an.analyzer_names())
+def test_analysing_many_texts_at_once_gives_each_texts_own_tokens(name):
+    analyzer = an.analyzer_named(name)
+    texts = BULK_TEXTS + [f"{w} {v}" for w, v in zip(BULK_TEXTS[2:], reversed(BULK_TEXTS))]
+    raw, separator = analyzer.raw_tokens_many(texts)
+    normalized = analyzer.normalize_tokens(raw)
+    per_text, current = [], []
+    for token, stem in zip(raw, normalized):
+        if token == separator:
+            per_text.append(current)
+            current = []
+        elif stem is not None:
+            current.append(stem)
+    assert per_text == [analyzer(text) for text in texts] and current == []
+    assert analyzer.raw_tokens_many([]) == ([], an.SEPARATORS[0])
+
+
+def test_a_separator_inside_every_text_falls_back_to_one_pass_a_text():
+    texts = ["one" + "".join(an.SEPARATORS) + "two", "three"]
+    raw, separator = plain_analyzer().raw_tokens_many(texts)
+    assert raw == ["one", "two", separator, "three", separator]
+
+
+@pytest.mark.parametrize("lang", ["en", "de", "zh", "ru"])
+def test_query_arrays_and_flat_hits_equal_the_per_query_path(lang):
+    rng = random.Random(5)
+    vocabulary = ["Running", "runs", "the", "Straße", "strasse", "東京", "タワー", "Одиссея", "quelle", "Σ", "İ", "apple", "Apples", "𠀀𠀁"]
+    docs = [(" ".join(rng.choices(vocabulary, k=rng.randint(0, 3))), " ".join(rng.choices(vocabulary, k=rng.randint(0, 30)))) for _ in range(300)]
+    e = engine(docs, analyzer_for(lang))
+    queries = [title for title, _ in docs[:100]] + BULK_TEXTS + ["unknown words only", "the the the"]
+    q_ptr, q_terms, q_counts = e.query_arrays(queries)
+    e.query_arrays(queries)  # the second time from the token cache
+    for i, query in enumerate(queries):
+        expected = e.query_terms(query)
+        assert q_terms[q_ptr[i] : q_ptr[i + 1]].tolist() == list(expected), query
+        assert q_counts[q_ptr[i] : q_ptr[i + 1]].tolist() == list(expected.values()), query
+    flat = e.search_flat(queries, 20)
+    assert flat.lengths.sum() == len(flat.positions) == len(flat.scores) and flat.lengths.dtype == np.int32
+    at = 0
+    for query, length in zip(queries, flat.lengths):
+        alone = e.search([query], 20)[0]
+        assert np.array_equal(alone.positions, flat.positions[at : at + length])
+        assert np.array_equal(alone.scores.view(np.uint32), flat.scores[at : at + length].view(np.uint32))
+        at += length
+    assert [h.positions.tolist() for h in e.search(queries, 20, exhaustive=True)] == [h.positions.tolist() for h in flat.split()]
+    assert e.search([], 5) == [] and len(e.search_flat([], 5).lengths) == 0
+
+
+def test_flat_hits_table_is_the_table_of_the_hits_one_by_one():
+    from clirmatrix.pipeline.retrieval import flat_hits_table, hits_table
+
+    e = engine([("alpha beta", "gamma alpha"), ("beta", "alpha delta"), ("", "gamma"), ("delta", "")])
+    queries = ["alpha", "nothing", "gamma beta", "", "delta alpha"]
+    for offset in (0, 1_000):
+        assert flat_hits_table(70, e.search_flat(queries, 3), offset).equals(hits_table(70, e.search(queries, 3), offset))
+    assert flat_hits_table(0, e.search_flat([], 3)).equals(hits_table(0, []))

@@ -73,6 +73,7 @@ import functools
 import re
 import threading
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import Stemmer
@@ -290,6 +291,17 @@ def _pick(regexes: tuple[re.Pattern[str], re.Pattern[str]], text: str) -> re.Pat
     return regexes[0] if text.isascii() or not _SUPPLEMENTARY.search(text) else regexes[1]
 
 
+# Bulk tokenizing (``Analyzer.raw_tokens_many``) joins many texts with a separator that is
+# no word character, so no token can hold or equal it, and reads it back as a boundary.
+SEPARATORS = ("\n", "\x00", "\x1f", "\ufffe")
+
+
+@functools.cache
+def _word_regexes_with(separator: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    words, escaped = word_ranges(), re.escape(separator)
+    return re.compile(f"[{char_class(_bmp(words))}]+|{escaped}"), re.compile(f"[{char_class(words)}]+|{escaped}")
+
+
 def word_tokens(text: str) -> list[str]:
     """Maximal runs of letters, marks and digits."""
     return _pick(_word_regexes(), text).findall(text)
@@ -426,6 +438,47 @@ class Analyzer:
         if self.stemmer is not None and self.es_stemmer is not None and tokens:
             tokens = stem_words(self.stemmer, self.es_stemmer, tokens)
         return tokens
+
+    def raw_tokens_many(self, texts: Sequence[str]) -> tuple[list[str], str]:
+        """The tokens of many texts before the per-token filters, flat, each text's followed by a separator; and the separator.
+
+        The two steps of ``__call__`` that depend on a token's neighbours (lowercasing,
+        which is per code point, and tokenizing) done for all texts at once: for the
+        ``words`` tokenizer one lowercasing and one regex pass over the texts joined by
+        the separator (a separator found inside a text makes it try the next, and the
+        last resort is one pass a text). ``normalize_tokens`` does the rest, token by
+        token: ``[t for t in normalize_tokens(raw) if t is not None]`` is ``self(text)``.
+        """
+        if not texts:
+            return [], SEPARATORS[0]
+        if self.tokenizer == "words":
+            for separator in SEPARATORS:
+                joined = separator.join(texts)
+                if joined.count(separator) == len(texts) - 1:
+                    lowered = lucene_lowercase(joined)
+                    tokens = _pick(_word_regexes_with(separator), lowered).findall(lowered)
+                    tokens.append(separator)
+                    return tokens, separator
+        separator = SEPARATORS[0]
+        tokenize = _TOKENIZERS[self.tokenizer]
+        tokens = []
+        for text in texts:
+            tokens += tokenize(lucene_lowercase(text))
+            tokens.append(separator)
+        return tokens, separator
+
+    def normalize_tokens(self, tokens: Sequence[str]) -> list[str | None]:
+        """Each raw token (``raw_tokens_many``) as ``__call__`` leaves it: its stem, or None when the length or stop filter drops it.
+
+        These filters look at one token alone, so a token's result is the same in any
+        text: callers may keep it (a cache keyed by the token).
+        """
+        kept = [t for t in tokens if _utf16_length(t) <= MAX_TOKEN_UTF16 and t not in self._stopset]
+        if self.stemmer is not None and self.es_stemmer is not None and kept:
+            stems = dict(zip(kept, stem_words(self.stemmer, self.es_stemmer, kept)))
+        else:
+            stems = dict(zip(kept, kept))
+        return [stems.get(t) for t in tokens]
 
     @property
     def spec(self) -> dict:

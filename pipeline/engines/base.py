@@ -75,6 +75,22 @@ class Hits(NamedTuple):
     scores: np.ndarray  # float32, descending
 
 
+class FlatHits(NamedTuple):
+    """Many queries' results as three flat arrays: query i's hits are the ``lengths[i]`` after those of the queries before it.
+
+    What a batch of queries gives without one object a query (``EmbeddedEngine.search_flat``).
+    """
+
+    lengths: np.ndarray  # int32 [queries]: hits of each query
+    positions: np.ndarray  # int32 [lengths.sum()]: each query's, best first
+    scores: np.ndarray  # float32 [lengths.sum()]
+
+    def split(self) -> list[Hits]:
+        """One ``Hits`` a query (views of the flat arrays)."""
+        if len(self.lengths) == 0:
+            return []
+        bounds = np.cumsum(self.lengths[:-1], dtype=np.int64)
+        return [Hits(p, s) for p, s in zip(np.split(self.positions, bounds), np.split(self.scores, bounds))]
 
 
 def empty_hits() -> Hits:

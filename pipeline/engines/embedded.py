@@ -9,7 +9,12 @@ as Lucene's postings do), with each block's last document, word offset and two b
 widths beside it. Common terms pack to a few bits a posting, rare ones to about
 log2(documents / df); see ``memory``.
 
-A query is analysed like the documents. Elasticsearch's ``match`` query makes one
+A query is analysed like the documents, a batch at a time (``query_arrays``: one
+lowercasing and tokenizing pass over the batch's texts, each distinct token's term id
+looked up once and cached by the token), into flat arrays of term ids and counts
+that the kernel takes whole; its results come back as flat arrays too
+(``search_flat``, which the retrieve stage writes as columns; ``search`` cuts them
+into one ``Hits`` a query). Elasticsearch's ``match`` query makes one
 SHOULD clause per token and Lucene's BooleanQuery rewrite merges repeated clauses into
 one whose boost is their count, so each distinct term is one clause per field with
 weight = field boost x count x idf: a repeated word adds its score once per
@@ -74,7 +79,7 @@ from numba.extending import intrinsic
 
 from clirmatrix.pipeline.engines import lucene_bm25
 from clirmatrix.pipeline.engines.analyzers import Analyzer
-from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics, DocBatch, FieldStatistics, Hits, empty_hits
+from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics, DocBatch, FieldStatistics, FlatHits, Hits
 
 BLOCK = 128  # postings per block: the unit of packing, skipping and maximum scores
 NO_MORE = np.int32(np.iinfo(np.int32).max)  # a cursor past its last posting
@@ -82,8 +87,10 @@ FLOOR_K = 100  # each term keeps the score that this many documents of its list 
 UP = 1.0 + 1e-12  # raises a double sum of upper bounds past any reordering error of the sum it bounds
 FIELDS = ("title", "text")  # field 0 and field 1 of every two-row array
 _MIN_QUERIES_PER_TASK = 64
-_QUERIES_PER_CALL = 8_192  # bounds the (queries x k) result buffers
+_QUERIES_PER_CALL = 10_000  # bounds the (queries x k) result buffers; the retrieve stage's batch (retrieval.QUERY_BATCH) in one call
 _ANALYZE_DOCS = 2_000  # documents whose tokens are held as strings at once while indexing
+_TOKEN_CACHE = 1 << 18  # distinct query tokens whose term ids an engine keeps (~30 MB), then starts afresh
+_BOUNDARY, _NO_TERM = -2, -1  # a query's end, and a token with no term of the index, in ``query_arrays``
 
 
 def _blocks_per_term(indptr: np.ndarray) -> np.ndarray:
@@ -451,6 +458,7 @@ class EmbeddedEngine:
         self._statistics: CollectionStatistics | None = None  # what scores use: the index's own or a collection's
         self._dfs: np.ndarray | None = None  # int64 [2, terms]: (title, text) document frequencies by term id
         self._scratch: queue.SimpleQueue = queue.SimpleQueue()
+        self._token_ids: dict[str, int] = {}  # query token -> term id (or _NO_TERM): see ``query_arrays``
 
     def index(self, batches: Iterable[DocBatch]) -> None:
         """Index ``(doc_ids, titles, texts)`` batches in document order; once per engine."""
@@ -552,44 +560,63 @@ class EmbeddedEngine:
                 counts[term] = counts.get(term, 0) + 1
         return counts
 
+    def query_arrays(self, queries: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The queries as the kernels take them: CSR ``(q_ptr, q_terms, q_counts)``, each query's terms as ``query_terms`` orders them.
+
+        Analysed in bulk: one lowercasing and tokenizing pass over all the queries
+        (``Analyzer.raw_tokens_many``), each distinct token's term id (or none: dropped
+        by a filter or not in the index) looked up once and kept in a cache keyed by
+        the token, then the ids grouped by query and counted with numpy.
+        """
+        n = len(queries)
+        q_ptr = np.zeros(n + 1, dtype=np.int64)
+        tokens, separator = self.analyzer.raw_tokens_many(queries)
+        cache = self._token_ids
+        if len(cache) > _TOKEN_CACHE:
+            cache = self._token_ids = {}  # a fresh one: a thread still reading the old keeps it
+        cache[separator] = _BOUNDARY  # no token equals a separator (it is no word character)
+        missing = list(set(tokens).difference(cache))
+        if missing:
+            get = self.vocab.get
+            cache.update(zip(missing, [_NO_TERM if stem is None else get(stem, _NO_TERM) for stem in self.analyzer.normalize_tokens(missing)]))
+        ids = np.fromiter(map(cache.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        boundary = ids == _BOUNDARY
+        owner = np.cumsum(boundary) - boundary  # the query of each token: the boundaries before it
+        found = ids >= 0
+        terms, owner = ids[found], owner[found]
+        width = max(len(self.vocab), 1)
+        # One key a (query, term); np.unique counts them, and the first occurrence orders each query's terms.
+        keys, first, counts = np.unique(owner * width + terms, return_index=True, return_counts=True)
+        order = np.argsort(first, kind="stable")  # tokens come query after query: by query, then first seen
+        keys = keys[order]
+        np.cumsum(np.bincount(keys // width, minlength=n), out=q_ptr[1:])
+        return q_ptr, keys % width, counts[order].astype(np.float32)
+
     def search(self, queries: Sequence[str], k: int = 100, exhaustive: bool = False) -> list[Hits]:
         """The top ``k`` documents of each query; fewer when fewer match, none for no tokens.
 
         ``exhaustive`` scores every posting of every query term instead of pruning: the
         same results, slower; the oracle the pruned search is tested against.
         """
-        if k < 0:
-            raise ValueError(f"k must be non-negative, not {k}")
-        if self.postings is None:
-            raise RuntimeError("index documents before searching")
-        k = min(k, self.size)
+        return self.search_flat(queries, k, exhaustive).split()
+
+    def search_flat(self, queries: Sequence[str], k: int = 100, exhaustive: bool = False) -> FlatHits:
+        """``search``'s results as flat arrays (``FlatHits``), with no object a query: what a stage writes as columns."""
+        parts = [self.search_arrays(*self.query_arrays(queries[start : start + _QUERIES_PER_CALL]), k, exhaustive) for start in range(0, len(queries), _QUERIES_PER_CALL)]
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            self._check_search(k)
+            return FlatHits(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32))
+        return FlatHits(*(np.concatenate(column) for column in zip(*parts)))
+
+    def search_arrays(self, q_ptr: np.ndarray, q_terms: np.ndarray, q_counts: np.ndarray, k: int = 100, exhaustive: bool = False) -> FlatHits:
+        """The top ``k`` of queries already analysed (``query_arrays``): the kernel alone, and the results made flat."""
+        k = self._check_search(k)
+        n = len(q_ptr) - 1
         if k == 0:
-            return [empty_hits() for _ in queries]
+            return FlatHits(np.zeros(n, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32))
         index = self._kernel_index()
-        hits: list[Hits] = []
-        for start in range(0, len(queries), _QUERIES_PER_CALL):
-            hits.extend(self._search_batch(queries[start : start + _QUERIES_PER_CALL], k, index, exhaustive))
-        return hits
-
-    def _kernel_index(self) -> tuple:
-        """The index's arrays and the scoring constants under the statistics in use, as the kernels take them."""
-        p, statistics, s = self.postings, self._statistics, self.settings
-        caches = np.stack([
-            lucene_bm25.norm_inverse_cache(s.k1, s.b, lucene_bm25.avg_field_length(f.sum_total_term_freq, f.doc_count))
-            for f in (statistics.title, statistics.text)
-        ])  # fmt: skip
-        counts = np.array([statistics.title.doc_count, statistics.text.doc_count], dtype=np.int64)
-        boosts = np.array([s.title_boost, 1.0], dtype=np.float32)
-        arrays = (p.indptr, p.block_ptr, p.block_last, p.block_start, p.doc_bits, p.tf_bits, p.words, p.norms)
-        return (*arrays, caches, *p.maxima(caches), self._dfs, counts, boosts, p.signatures(), s.combine == "most_fields")
-
-    def _search_batch(self, queries: Sequence[str], k: int, index: tuple, exhaustive: bool) -> list[Hits]:
-        n = len(queries)
-        term_lists = [self.query_terms(q) for q in queries]
-        q_ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum([len(t) for t in term_lists], out=q_ptr[1:])
-        q_terms = np.fromiter((t for terms in term_lists for t in terms), dtype=np.int64, count=int(q_ptr[-1]))
-        q_counts = np.fromiter((c for terms in term_lists for c in terms.values()), dtype=np.float32, count=int(q_ptr[-1]))
         out_pos = np.empty((n, k), dtype=np.int32)
         out_scores = np.empty((n, k), dtype=np.float32)
         out_len = np.zeros(n, dtype=np.int32)
@@ -612,7 +639,28 @@ class EmbeddedEngine:
             with ThreadPoolExecutor(self.threads) as pool:
                 for future in [pool.submit(run, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]:
                     future.result()
-        return [Hits(out_pos[i, : out_len[i]].copy(), out_scores[i, : out_len[i]].copy()) for i in range(n)]
+        kept = np.arange(k, dtype=np.int32) < out_len[:, None]  # row by row: each query's hits, best first
+        return FlatHits(out_len, out_pos[kept], out_scores[kept])
+
+    def _check_search(self, k: int) -> int:
+        """``k`` as searching uses it (at most the documents), after checking that searching can start."""
+        if k < 0:
+            raise ValueError(f"k must be non-negative, not {k}")
+        if self.postings is None:
+            raise RuntimeError("index documents before searching")
+        return min(k, self.size)
+
+    def _kernel_index(self) -> tuple:
+        """The index's arrays and the scoring constants under the statistics in use, as the kernels take them."""
+        p, statistics, s = self.postings, self._statistics, self.settings
+        caches = np.stack([
+            lucene_bm25.norm_inverse_cache(s.k1, s.b, lucene_bm25.avg_field_length(f.sum_total_term_freq, f.doc_count))
+            for f in (statistics.title, statistics.text)
+        ])  # fmt: skip
+        counts = np.array([statistics.title.doc_count, statistics.text.doc_count], dtype=np.int64)
+        boosts = np.array([s.title_boost, 1.0], dtype=np.float32)
+        arrays = (p.indptr, p.block_ptr, p.block_last, p.block_start, p.doc_bits, p.tf_bits, p.words, p.norms)
+        return (*arrays, caches, *p.maxima(caches), self._dfs, counts, boosts, p.signatures(), s.combine == "most_fields")
 
     def _take_scratch(self) -> tuple[np.ndarray, ...]:
         """Per-document accumulators of the exhaustive kernel, reused across calls."""
