@@ -18,7 +18,12 @@ Then it projects, from the measured sizes, the largest unit's memory for English
 release (49.28 M queries over 139 languages, 34.06 B labelled pairs in BI-139 full),
 with the assumptions printed beside each figure.
 
-Usage: python bench/scale_bench.py [--sizes 250000,1000000] [--workers 2] [--memory-limit 3GB] [--reuse] [--report]
+Last, on the largest build's work folder, every part beside its floor in this process
+(``bench/part_floors.py``: the simplest program doing the same unavoidable work on the
+same data), and the rates go to the cost model ``pipeline/cost_model.json`` (dated), which
+planning reads.
+
+Usage: python bench/scale_bench.py [--sizes 250000,1000000] [--workers 2] [--memory-limit 3GB] [--reuse] [--report] [--floor-rounds 5]
 """
 
 from __future__ import annotations
@@ -174,6 +179,7 @@ def run_size(docs: int, args: argparse.Namespace) -> dict:
         cluster.stop()
     return {
         "docs": docs,
+        "work": result.work,
         "seconds": round(total, 1),
         "stages": {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGES},
         "units": unit_costs(result),
@@ -208,6 +214,9 @@ def unit_costs(result) -> dict:
         "label_rows": sum(sum(r["labels"].values()) for r in labels.values()),
         "links_cpu": sum(r["unit_cpu_seconds"] for name, r in propagated.items() if name.startswith("links.")),
         "carry_cpu": sum(r["unit_cpu_seconds"] for name, r in propagated.items() if name.startswith("carry.")),
+        # A carry unit groups its block once, then carries it into each target: apart, they scale apart.
+        "carry_group_cpu": sum(r.get("group_cpu_seconds", 0.0) for name, r in propagated.items() if name.startswith("carry.")),
+        "carry_target_cpu": sum(r.get("carry_cpu_seconds", r["unit_cpu_seconds"]) for name, r in propagated.items() if name.startswith("carry.")),
         "targets": len(languages) - 1,
         # Per direction: CPU, lines and (query, document) pairs written (full: the labelled ones; base: 100 a line).
         "directions": [
@@ -245,6 +254,8 @@ def project(runs: list[dict], shard_docs: int) -> dict:
         }
     u = bigger["units"]
     labels_per_query = u["label_rows"] / u["docs"]
+    carry_once = u.get("carry_group_cpu", 0.0) / u["label_rows"]  # a label row, once per block
+    carry_per_target = u.get("carry_target_cpu", u["carry_cpu"]) / (u["label_rows"] * u["targets"])  # a label row and target language
     # Per-shard search cost depends on how long the title terms' postings are: the generator's, not Wikipedia's.
     search_low, search_high = (u["search_cpu"] / u["query_shards"] * query_shards(shard_docs, shards) for shards in (1, 5))
     merge_low, merge_high = (u["merge_cpu"] / max(u["merged_query_shards"], 1) * query_shards(shard_docs, shards) for shards in (1, 5))
@@ -260,7 +271,7 @@ def project(runs: list[dict], shard_docs: int) -> dict:
         "retrieve: merge": (merge_low, merge_high),
         "label": (u["label_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
         "propagate: pair languages": (u["links_cpu"] / (2 * u["docs"]) * 2 * OTHER_LANGUAGES * RELEASE_QUERIES,) * 2,
-        "propagate: carry labels": (u["carry_cpu"] / (u["label_rows"] * u["targets"]) * labels_per_query * RELEASE_QUERIES * OTHER_LANGUAGES,) * 2,
+        "propagate: carry labels": ((carry_once + carry_per_target * OTHER_LANGUAGES) * labels_per_query * RELEASE_QUERIES,) * 2,
         "write: BI-139": (per_line * release_lines + per_pair * release_pairs,) * 2,
         "write: DOCS": (u["docs_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
         "write: splits": (u["splits_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
@@ -272,11 +283,31 @@ def project(runs: list[dict], shard_docs: int) -> dict:
         "search": f"{u['search_cpu'] / u['query_shards'] * 1e6:.0f} us a query and shard",
         "merge": f"{u['merge_cpu'] / max(u['merged_query_shards'], 1) * 1e6:.1f} us a query and shard",
         "label": f"{u['label_cpu'] / u['docs'] * 1e6:.0f} us a query",
-        "carry": f"{u['carry_cpu'] / (u['label_rows'] * u['targets']) * 1e9:.0f} ns a label row and target language ({labels_per_query:.0f} labels a query)",
+        "carry": f"{carry_once * 1e9:.0f} ns a label row once and {carry_per_target * 1e9:.0f} ns a label row and target language ({labels_per_query:.0f} labels a query)",
         "BI-139": f"{per_line * 1e6:.1f} us a line and {per_pair * 1e9:.0f} ns a pair ({release_lines / 1e6:,.0f} M lines, {release_pairs / 1e9:.1f} B pairs in the release)",
         "DOCS": f"{u['docs_cpu'] / u['docs'] * 1e6:.0f} us a document",
     }
-    return {"memory": memory, "core_hours": {k: [round(v / 3600, 1) for v in pair] for k, pair in hours.items()}, "rates": rates}
+    unit_rates = {
+        "index_per_document": u["index_cpu"] / u["docs"],
+        "search_per_query_and_shard": u["search_cpu"] / u["query_shards"],
+        "merge_per_query_and_shard": u["merge_cpu"] / max(u["merged_query_shards"], 1),
+        "label_per_query": u["label_cpu"] / u["docs"],
+        "pair_languages_per_document_and_language": u["links_cpu"] / (2 * u["docs"]),
+        "carry_per_label_row": carry_once,
+        "carry_per_label_row_and_target": carry_per_target,
+        "labels_per_query": labels_per_query,
+        "write_per_line": per_line,
+        "write_per_pair": per_pair,
+        "docs_per_document": u["docs_cpu"] / u["docs"],
+        "splits_per_document": u["splits_cpu"] / u["docs"],
+        **{f"{stage}_per_document": bigger["stages"][stage]["cpu_seconds"] / u["docs"] for stage in ("extract_docs", "extract_sitelinks", "link")},
+    }
+    return {
+        "memory": memory,
+        "core_hours": {k: [round(v / 3600, 1) for v in pair] for k, pair in hours.items()},
+        "rates": rates,
+        "unit_rates": {k: float(f"{v:.4g}") for k, v in unit_rates.items()},
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -291,6 +322,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="bench/out/scale")
     parser.add_argument("--reuse", action="store_true", help="keep dumps generated by an earlier run")
     parser.add_argument("--report", action="store_true", help="print the tables again from OUT/results.json, without building")
+    parser.add_argument("--floor-rounds", type=int, default=5, help="rounds of each part beside its floor (0: none)")
+    parser.add_argument("--cost-model", default=str(COST_MODEL), help="where the measured rates are written")
     args = parser.parse_args(argv)
     from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SHARD_DOCS
 
@@ -307,9 +340,41 @@ def main(argv: list[str] | None = None) -> None:
             runs.append(run_size(size, args))
             print(json.dumps(runs[-1], indent=1), flush=True)
     projection = project(runs, settings.shard_docs)
+    floors = saved.get("floors", []) if args.report else []
+    if not args.report and args.floor_rounds:
+        import part_floors
+
+        floors = part_floors.measure(part_floors.default_parts(runs[-1]["work"]), args.floor_rounds)
     results.parent.mkdir(parents=True, exist_ok=True)
-    results.write_text(json.dumps({"runs": runs, "projection": projection, "settings": vars(settings)}, indent=1))
+    results.write_text(json.dumps({"runs": runs, "projection": projection, "floors": floors, "settings": vars(settings)}, indent=1))
     print_report(runs, projection, settings)
+    if floors:
+        import part_floors
+
+        part_floors.print_table(floors)
+    if not args.report:
+        write_cost_model(Path(args.cost_model), runs, projection, floors, settings)
+
+
+COST_MODEL = Path(__file__).resolve().parents[1] / "pipeline" / "cost_model.json"
+
+
+def write_cost_model(path: Path, runs: list[dict], projection: dict, floors: list[dict], settings: argparse.Namespace) -> None:
+    """The measured rates of every part, dated, for planning a build (refreshed by each run of this bench)."""
+    import datetime
+    import platform
+
+    model = {
+        "measured": datetime.date.today().isoformat(),
+        "command": "python bench/scale_bench.py " + " ".join(sys.argv[1:]),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_implementation()} {platform.python_version()}",
+        "sizes": [run["docs"] for run in runs],
+        "rates_cpu_seconds": projection["unit_rates"],
+        "largest_unit_mb_english": {stage: entry["english_mb"] for stage, entry in projection["memory"].items()},
+        "x_floor": {row["part"]: round(row["x_floor"], 2) for row in floors},
+    }
+    path.write_text(json.dumps(model, indent=1, sort_keys=True) + "\n")
+    print(f"\ncost model written to {path}")
 
 
 def print_report(runs: list[dict], projection: dict, settings: argparse.Namespace) -> None:
@@ -326,7 +391,9 @@ def print_report(runs: list[dict], projection: dict, settings: argparse.Namespac
     for part, (low, high) in projection["core_hours"].items():
         print(f"| {part} | {low:,.1f}" + (f" - {high:,.1f}" if high != low else "") + " |")
     lows, highs = zip(*projection["core_hours"].values())
-    print(f"| **total** | **{sum(lows):,.0f} - {sum(highs):,.0f}** |")
+    after = [pair for part, pair in projection["core_hours"].items() if not part.startswith("extract_")]
+    print(f"| **after extraction** | **{sum(p[0] for p in after):,.1f} - {sum(p[1] for p in after):,.1f}** |")
+    print(f"| **total** (extraction from the generator's CirrusSearch dumps) | **{sum(lows):,.0f} - {sum(highs):,.0f}** |")
     print("\nrates at the largest size: " + "; ".join(f"{k} {v}" for k, v in projection["rates"].items()))
 
 

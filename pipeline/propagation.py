@@ -35,6 +35,7 @@ A block whose queries span ``MAX_PACKED_SPAN`` or more positions (a block size o
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -213,7 +214,7 @@ class BlockCarrier:
 
     def __init__(self, labels: Labelled, n_src: int, where: str = "labels") -> None:
         self.n_src = n_src
-        n = len(labels.doc)
+        self.size = n = len(labels.doc)  # label rows
         if n and (int(labels.doc.min()) < 0 or int(labels.doc.max()) >= n_src):
             raise ValueError(f"{where}: a document position outside X's {n_src:,} documents")
         self.first = int(labels.query.min()) if n else 0
@@ -272,7 +273,9 @@ def read_block(path: str, n_src: int) -> BlockCarrier:
 def propagate_block(work_root: str, plan: LanguagePlan, block: int, langs: Sequence[str]) -> dict:
     """One unit per block of X's queries: its labels carried into every other language, one file per language."""
     work = WorkDirs(work_root)
+    started = time.process_time()
     carrier = read_block(work.labels_file(plan.lang, block), plan.docs)
+    grouped = time.process_time()
     directions = {}
     for tgt in langs:
         if tgt == plan.lang:
@@ -281,4 +284,6 @@ def propagate_block(work_root: str, plan: LanguagePlan, block: int, langs: Seque
         carried, queries = carrier.carry(*read_doc_links(links), links)
         write_carried(work.propagated_file(plan.lang, tgt, block), carried)
         directions[tgt] = {"queries": queries, "labels": int(len(carried.label))}
-    return {"lang": plan.lang, "block": block, "directions": directions}
+    # The block's own cost and the cost per target language apart: a planner scales them differently.
+    cpu = {"group_cpu_seconds": round(grouped - started, 3), "carry_cpu_seconds": round(time.process_time() - grouped, 3)}
+    return {"lang": plan.lang, "block": block, "label_rows": carrier.size, "directions": directions, **cpu}

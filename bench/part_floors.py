@@ -1,0 +1,237 @@
+"""Each part of the build after extraction beside its floor, on the same data, in one process.
+
+A part's floor is the simplest program that does the same unavoidable work on the
+same inputs: analysing the documents (index), the kernel over analysed titles
+(search), Jenks breaks of each query's scores (label), a gather of the label rows
+into their targets (carry), compressing the bytes the release holds with the same
+library, level and slices (write). "Ours" is the stage's own unit function, called
+as a worker calls it. Both run in this process, alternately, ``rounds`` times; the
+figures are CPU seconds (``time.process_time``): medians and ranges, and ours/floor.
+
+``bench/scale_bench.py`` runs this on the work folder of its largest build; run it
+alone on a kept one with ``python bench/part_floors.py OUT/.work``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Part:
+    """One part of the build: its own unit, its floor, and how much work both do (``amount`` of ``unit``)."""
+
+    name: str
+    ours: Callable[[], object]
+    floor: Callable[[], object]
+    amount: float
+    unit: str
+
+
+def _cpu(run: Callable[[], object]) -> float:
+    started = time.process_time()
+    run()
+    return time.process_time() - started
+
+
+def measure(parts: list[Part], rounds: int) -> list[dict]:
+    """CPU seconds of ours and of the floor for each part, interleaved round by round (one warm-up call each first)."""
+    rows = []
+    for part in parts:
+        part.ours(), part.floor()  # numba kernels, imports and the page cache: not part of either rate
+        ours, floor = [], []
+        for _ in range(rounds):
+            ours.append(_cpu(part.ours))
+            floor.append(_cpu(part.floor))
+        ratios = [o / f for o, f in zip(ours, floor)]
+        rows.append(
+            {
+                "part": part.name,
+                "unit": part.unit,
+                "amount": part.amount,
+                "ours_s": ours,
+                "floor_s": floor,
+                "ours_per_unit_ns": statistics.median(ours) / part.amount * 1e9,
+                "floor_per_unit_ns": statistics.median(floor) / part.amount * 1e9,
+                "x_floor": statistics.median(ratios),
+                "x_floor_range": [min(ratios), max(ratios)],
+            }
+        )
+    return rows
+
+
+# --- the parts, on a built work folder -----------------------------------------------------------------
+
+
+def plans(work_root: str) -> dict:
+    """Each language's plan (documents, shards, blocks) as the build recorded it."""
+    from clirmatrix.beam_jobs.label import language_plans
+    from clirmatrix.pipeline.corpus import WorkDirs
+    from clirmatrix.pipeline.reports import require_complete
+
+    return {plan.lang: plan for plan in language_plans(require_complete(WorkDirs(work_root).stage("labels"), "labels"))}
+
+
+def index_part(work_root: str, lang: str, docs: int = 20_000) -> Part:
+    """Indexing ``docs`` documents (titles and texts) against analysing them alone."""
+    from clirmatrix.pipeline.corpus import WorkDirs, iter_docs
+    from clirmatrix.pipeline.engines.analyzers import analyzer_for
+    from clirmatrix.pipeline.retrieval import RetrievalSettings, make_engine
+
+    work = WorkDirs(work_root)
+    batches = [
+        (b.column("doc_id").to_pylist(), b.column("title").to_pylist(), b.column("text").to_pylist())
+        for b in iter_docs(work, lang, ["doc_id", "title", "text"], 0, docs)
+    ]
+    analyzer = analyzer_for(lang)
+    settings = RetrievalSettings()
+
+    def ours() -> None:
+        make_engine(settings, lang).index(iter(batches))
+
+    def floor() -> None:
+        for _, titles, texts in batches:
+            for value in titles + texts:
+                analyzer(value or "")
+
+    return Part("retrieve: index", ours, floor, sum(len(b[0]) for b in batches), "document")
+
+
+def search_part(work_root: str, lang: str, block: int = 0) -> Part:
+    """Searching one block's titles in shard 0 as the stage does (catalog -> hits Parquet) against the kernel alone
+    over the same titles analysed beforehand (``bench/search_bench.py``'s floor)."""
+    from search_bench import kernel_pass, prepare_floor
+
+    from clirmatrix.pipeline import retrieval
+    from clirmatrix.pipeline.corpus import WorkDirs, read_catalog
+
+    work, plan, settings = WorkDirs(work_root), plans(work_root)[lang], retrieval.RetrievalSettings()
+    if plan.shards == 1:
+        engine = retrieval._index(work, settings, plan, 0)
+    else:
+        engine = retrieval.load_index(work.shard_index_dir(lang, 0), settings, lang)
+        engine.use_statistics(retrieval.language_statistics(work, plan), *retrieval.language_document_frequencies(work, plan, engine.terms()))
+    start, end = plan.block(block)
+    titles = read_catalog(work, lang, ["title"], start, end).column("title").to_pylist()
+    prepared = prepare_floor(engine, titles, settings.k)
+    return Part(
+        "retrieve: search", lambda: retrieval.search_blocks(work, settings, plan, 0, engine, [block]), lambda: kernel_pass(engine, prepared), len(titles), "query and shard"
+    )
+
+
+def label_part(work_root: str, lang: str, block: int = 0) -> Part:
+    """Labelling one block's queries against Jenks breaks of each query's normalised scores alone."""
+    import jenkspy
+
+    from clirmatrix.pipeline.corpus import WorkDirs
+    from clirmatrix.pipeline.labels import label_block
+    from clirmatrix.pipeline.parquet_io import read_table
+    from clirmatrix.pipeline.propagation import group_bounds
+    from clirmatrix.schemas import RETRIEVAL
+
+    plan = plans(work_root)[lang]
+    hits = read_table([WorkDirs(work_root).retrieval_file(lang, block)], RETRIEVAL)
+    query, score = hits.column("query").to_numpy(), hits.column("score").to_numpy().astype(np.float64)
+    _, starts, ends = group_bounds(query)
+
+    def floor() -> None:
+        for start, end in zip(starts.tolist(), ends.tolist()):
+            values = score[start:end]
+            low, high = values[-1], values[0]  # rank order: the first is the highest
+            if high > low:
+                normalised = (values - low) / (high - low)
+                if len(np.unique(normalised)) >= 5:  # jenkspy needs as many distinct values as classes
+                    jenkspy.jenks_breaks(normalised, n_classes=5)
+
+    start, end = plan.block(block)
+    return Part("label", lambda: label_block(work_root, plan, block), floor, end - start, "query")
+
+
+def docs_part(work_root: str, out_root: str, lang: str) -> Part:
+    """Writing a language's DOCS files against compressing the same bytes with the same calls."""
+    import hashlib
+    from pathlib import Path
+
+    from clirmatrix.pipeline import layout
+    from clirmatrix.pipeline.release import write_docs
+
+    write_docs(work_root, out_root, lang)
+    paths = [Path(out_root) / layout.docs_file(name, lang) for name in ("docs", "docs-full")]
+    texts = [_text_of(path) for path in paths]
+    for path, text in zip(paths, texts):  # the floor writes the very bytes the stage wrote
+        assert compress_floor(text) == hashlib.md5(path.read_bytes()).hexdigest(), f"{path}: the floor's bytes differ"
+    return Part("write: DOCS", lambda: write_docs(work_root, out_root, lang), lambda: [compress_floor(t) for t in texts], texts[0].count(b"\n"), "document")
+
+
+def _text_of(path) -> bytes:
+    import gzip
+
+    with gzip.open(path, "rb") as handle:
+        return handle.read()
+
+
+def compress_floor(text: bytes) -> str:
+    """The unavoidable part of writing a released file: its bytes compressed as ``GzipLines`` does (isal, the
+    release's level, the same slices) and the md5 of the result (the index lists it). Returns the md5."""
+    import hashlib
+    import io
+
+    import isal.igzip
+
+    from clirmatrix.pipeline.writers import COMPRESS_CHUNK, GZIP_LEVEL
+
+    sink = io.BytesIO()
+    with isal.igzip.GzipFile(filename="", mode="wb", fileobj=sink, mtime=0, compresslevel=GZIP_LEVEL) as stream:
+        view = memoryview(text)
+        for start in range(0, len(text), COMPRESS_CHUNK):
+            stream.write(view[start : start + COMPRESS_CHUNK])
+    return hashlib.md5(sink.getbuffer()).hexdigest()
+
+
+def default_parts(work_root: str, lang: str = "en") -> list[Part]:
+    """Every part this module knows, on ``lang`` of a built work folder (the stage functions of other benches where they exist)."""
+    out_root = tempfile.mkdtemp(prefix="floors-")
+    parts = [index_part(work_root, lang), search_part(work_root, lang), label_part(work_root, lang), docs_part(work_root, out_root, lang)]
+    for module, name in (("propagate_bench", "carry_part"), ("write_bench", "write_part")):
+        try:
+            make = getattr(__import__(module), name)
+        except (ImportError, AttributeError) as missing:
+            print(f"({name} not measured: {missing})")
+            continue
+        parts.append(make(work_root, lang))
+    return parts
+
+
+def print_table(rows: list[dict]) -> None:
+    print("\n| part | ours (CPU s) | floor (CPU s) | ours / floor | ours a unit | floor a unit |\n|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        ours, floor = row["ours_s"], row["floor_s"]
+        print(
+            f"| {row['part']} | {statistics.median(ours):.3f} ({min(ours):.3f}-{max(ours):.3f}) | {statistics.median(floor):.3f} ({min(floor):.3f}-{max(floor):.3f}) "
+            f"| **{row['x_floor']:.2f}** ({row['x_floor_range'][0]:.2f}-{row['x_floor_range'][1]:.2f}) "
+            f"| {_per(row['ours_per_unit_ns'])} a {row['unit']} | {_per(row['floor_per_unit_ns'])} |"
+        )
+
+
+def _per(ns: float) -> str:
+    return f"{ns / 1000:,.1f} us" if ns >= 10_000 else f"{ns:,.0f} ns"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("work", help="a built work folder (OUT/.work)")
+    parser.add_argument("--lang", default="en")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args(argv)
+    print_table(measure(default_parts(args.work, args.lang), args.rounds))
+
+
+if __name__ == "__main__":
+    main()
