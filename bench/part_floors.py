@@ -155,58 +155,62 @@ def label_part(work_root: str, lang: str, block: int = 0) -> Part:
 
 
 def docs_part(work_root: str, out_root: str, lang: str) -> Part:
-    """Writing a language's DOCS files against compressing the same bytes with the same calls."""
-    import hashlib
-    from pathlib import Path
+    """Writing a language's DOCS files against compressing the same bytes with the same calls (``write_bench``'s floor)."""
+    from write_bench import compress_texts
 
     from clirmatrix.pipeline import layout
     from clirmatrix.pipeline.release import write_docs
 
-    write_docs(work_root, out_root, lang)
-    paths = [Path(out_root) / layout.docs_file(name, lang) for name in ("docs", "docs-full")]
-    texts = [_text_of(path) for path in paths]
-    for path, text in zip(paths, texts):  # the floor writes the very bytes the stage wrote
-        assert compress_floor(text) == hashlib.md5(path.read_bytes()).hexdigest(), f"{path}: the floor's bytes differ"
-    return Part("write: DOCS", lambda: write_docs(work_root, out_root, lang), lambda: [compress_floor(t) for t in texts], texts[0].count(b"\n"), "document")
+    report = write_docs(work_root, out_root, lang)
+    texts = {path: _text_of(f"{out_root}/{path}") for path in (layout.docs_file(name, lang) for name in ("docs", "docs-full"))}
+    floor_root = tempfile.mkdtemp(prefix="floor-docs-")
+    _same_bytes(compress_texts(texts, floor_root), report["files"])
+    docs = texts[layout.docs_file("docs", lang)].count(b"\n")
+    return Part("write: DOCS", lambda: write_docs(work_root, out_root, lang), lambda: compress_texts(texts, floor_root), docs, "document")
 
 
-def _text_of(path) -> bytes:
+def write_part(work_root: str, lang: str) -> Part:
+    """Writing the BI-139 files of ``lang`` -> the build's other language against compressing their bytes (``write_bench``'s floor)."""
+    from write_bench import compress_texts, direction_texts
+
+    from clirmatrix.pipeline.release import ReleaseSettings, write_direction
+
+    languages = plans(work_root)
+    src, tgt = languages[lang], languages[min(other for other in languages if other != lang)]
+    out_root, floor_root, settings = tempfile.mkdtemp(prefix="ours-bi139-"), tempfile.mkdtemp(prefix="floor-bi139-"), ReleaseSettings()
+    report = write_direction(work_root, out_root, src, tgt, settings)
+    texts = direction_texts(out_root, src.lang, tgt.lang)
+    _same_bytes(compress_texts(texts, floor_root), report["files"])
+    pairs = sum(f["pairs"] for f in report["files"])
+    return Part("write: BI-139", lambda: write_direction(work_root, out_root, src, tgt, settings), lambda: compress_texts(texts, floor_root), pairs, "pair")
+
+
+def _same_bytes(md5s: dict[str, str], files: list[dict]) -> None:
+    """The floor must write the very bytes the stage wrote, or it measures other work."""
+    written = {f["path"]: f["md5"] for f in files}
+    assert md5s == written, f"the floor's files differ from the stage's: {sorted(set(md5s.items()) ^ set(written.items()))[:2]}"
+
+
+def _text_of(path: str) -> bytes:
     import gzip
 
     with gzip.open(path, "rb") as handle:
         return handle.read()
 
 
-def compress_floor(text: bytes) -> str:
-    """The unavoidable part of writing a released file: its bytes compressed as ``GzipLines`` does (isal, the
-    release's level, the same slices) and the md5 of the result (the index lists it). Returns the md5."""
-    import hashlib
-    import io
-
-    import isal.igzip
-
-    from clirmatrix.pipeline.writers import COMPRESS_CHUNK, GZIP_LEVEL
-
-    sink = io.BytesIO()
-    with isal.igzip.GzipFile(filename="", mode="wb", fileobj=sink, mtime=0, compresslevel=GZIP_LEVEL) as stream:
-        view = memoryview(text)
-        for start in range(0, len(text), COMPRESS_CHUNK):
-            stream.write(view[start : start + COMPRESS_CHUNK])
-    return hashlib.md5(sink.getbuffer()).hexdigest()
-
-
 def default_parts(work_root: str, lang: str = "en") -> list[Part]:
     """Every part this module knows, on ``lang`` of a built work folder (the stage functions of other benches where they exist)."""
     out_root = tempfile.mkdtemp(prefix="floors-")
-    parts = [index_part(work_root, lang), search_part(work_root, lang), label_part(work_root, lang), docs_part(work_root, out_root, lang)]
-    for module, name in (("propagate_bench", "carry_part"), ("write_bench", "write_part")):
-        try:
-            make = getattr(__import__(module), name)
-        except (ImportError, AttributeError) as missing:
-            print(f"({name} not measured: {missing})")
-            continue
-        parts.append(make(work_root, lang))
-    return parts
+    from propagate_bench import carry_part
+
+    return [
+        index_part(work_root, lang),
+        search_part(work_root, lang),
+        label_part(work_root, lang),
+        carry_part(work_root, lang),
+        write_part(work_root, lang),
+        docs_part(work_root, out_root, lang),
+    ]
 
 
 def print_table(rows: list[dict]) -> None:

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from clirmatrix.pipeline import fileio, layout
 from clirmatrix.pipeline.corpus import NO_ENTITY, WorkDirs, catalog_numbers, iter_catalog
 from clirmatrix.pipeline.parquet_io import read_table, write_table
-from clirmatrix.pipeline.release import ReleaseSettings, RenderedResults, base_candidates, describe_files, judged, query_groups, query_prefix, release_order
+from clirmatrix.pipeline.release import QueryText, ReleaseSettings, Results, base_fill, describe_files, judged, query_groups, release_order, render_lines
 from clirmatrix.pipeline.splits import EVAL_INDICES, NOT_CHOSEN, TRAIN, assign, eval_sets, in_sorted, lowest, query_key, read_eval_keys, seeded_rng
 from clirmatrix.pipeline.units import LanguagePlan
 from clirmatrix.pipeline.writers import gzip_lines
@@ -160,15 +160,16 @@ def write_target(work_root: str, out_root: str, tgt: LanguagePlan, settings: Rel
         spans = [bounds[position] for _, position in targets]
         picked = np.concatenate([np.arange(start, end) for start, end in spans]) if spans else np.zeros(0, np.int64)
         offsets = np.r_[0, np.cumsum([end - start for start, end in spans])].astype(np.int64)
-        rendered = RenderedResults(tgt_ids[doc[picked]], label[picked], offsets)
         rng = seeded_rng(settings.splits.seed, "multi8", f"{tgt.lang}.{split}")
-        results = base_candidates(rendered, [(j, doc[start:end], rng) for j, (start, end) in enumerate(spans)], tgt_ids, k)
+        every = np.arange(len(spans), dtype=np.int64)
+        fill_ids, fill_counts = base_fill(rng, doc[picked], offsets, every, tgt_ids, k)
+        sizes = np.diff(offsets)
+        results = Results(tgt_ids[doc[picked]], label[picked], offsets[:-1], np.minimum(sizes, k), fill_ids, np.cumsum(fill_counts) - fill_counts, fill_counts)
         ge1, ge4 = judged(label[picked], offsets, k)
         for src in sources:
+            queries = QueryText.from_strings(*zip(*[articles[(rank, src)] for rank, _ in targets])) if targets else QueryText.from_strings([], [])
             with gzip_lines(fileio.join(out_root, layout.query_file("multi8", src, tgt.lang, split))) as out:
-                for j, ((rank, _), result) in enumerate(zip(targets, results)):
-                    page_id, title = articles[(rank, src)]
-                    out.write(query_prefix(page_id, title) + result + b"}")
-                    out.count(int(ge1[j]), int(ge4[j]), min(k, len(tgt_ids)))
+                out.write_lines(render_lines(queries, results, every))
+                out.count(int(ge1.sum()), int(ge4.sum()), len(targets) * min(k, len(tgt_ids)))
             written.append(out.record)
     return {"unit": f"multi8.{tgt.lang}", "files": describe_files(out_root, written)}

@@ -3,13 +3,16 @@
 Files are written under a temporary name and renamed when complete, and gzip
 carries no timestamp or file name, so the same data gives the same bytes. The
 md5 and size are computed while writing, for ``downloads.json.gz``.
+
+Query lines travel as ``Lines``: one buffer of text and the end of each line, never a
+Python object a line; ``SortedLines`` orders a file's lines by src_id across blocks,
+in memory up to ``SORT_MEMORY`` and through local disk past it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import heapq
 import json
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import isal.igzip
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -62,6 +66,60 @@ class _Digest:
 COMPRESS_CHUNK = 1 << 20
 
 
+@numba.njit(cache=True)
+def _gather(text, ends, order, out, out_ends):
+    at = np.uint64(0)  # unsigned offsets: numba checks signed ones for wrapping around
+    for i in range(order.shape[0]):
+        line = order[i]
+        start = np.uint64(ends[line - 1]) if line else np.uint64(0)
+        stop = np.uint64(ends[line])
+        while start < stop:
+            out[at] = text[start]
+            at += np.uint64(1)
+            start += np.uint64(1)
+        out_ends[i] = at
+
+
+@dataclass(frozen=True)
+class Lines:
+    """Lines in one buffer, the way the writers pass them: no Python object a line.
+
+    ``text`` (uint8) holds every line with its newline, line ``i`` ending at ``ends[i]``
+    (the first starting at 0).
+    """
+
+    text: np.ndarray
+    ends: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def view(self) -> memoryview:
+        """The text of every line, newlines included."""
+        return memoryview(self.text[: int(self.ends[-1]) if len(self.ends) else 0])
+
+    def slice(self, start: int, stop: int) -> Lines:
+        """Lines ``[start, stop)``, sharing this buffer."""
+        first = int(self.ends[start - 1]) if start else 0
+        last = int(self.ends[stop - 1]) if stop > start else first
+        return Lines(self.text[first:last], self.ends[start:stop] - first)
+
+    def take(self, order: np.ndarray, out: np.ndarray | None = None) -> Lines:
+        """The lines at ``order``, in that order, in a new buffer (or in ``out``, when it is large enough)."""
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        size = int(np.diff(self.ends, prepend=0)[order].sum())
+        if out is None or len(out) < size:
+            out = np.empty(size, dtype=np.uint8)
+        out_ends = np.empty(len(order), dtype=np.int64)
+        _gather(self.text, np.ascontiguousarray(self.ends, dtype=np.int64), order, out, out_ends)
+        return Lines(out, out_ends)
+
+    def to_list(self) -> list[bytes]:
+        """Each line as bytes, without its newline (for tests and small tools)."""
+        data = self.view().tobytes()
+        return [data[start : end - 1] for start, end in zip([0, *self.ends[:-1].tolist()], self.ends.tolist())]
+
+
 class GzipLines:
     """Append lines (bytes without the newline) to a gzip file; see :func:`gzip_lines`."""
 
@@ -79,12 +137,30 @@ class GzipLines:
         if lines:
             self.write_text(b"\n".join(lines) + b"\n", len(lines))
 
+    def write_lines(self, lines: Lines) -> None:
+        """Append a buffer of lines (the same file as writing them one by one)."""
+        self.write_text(lines.view(), len(lines))
+
     def write_text(self, text: bytes | memoryview, lines: int) -> None:
-        """Append ready text holding ``lines`` whole lines, each ending in a newline."""
-        self._pending += text
+        """Append ready text holding ``lines`` whole lines, each ending in a newline.
+
+        The compressor gets every whole ``COMPRESS_CHUNK`` of the file's text as it is
+        complete, sliced straight from ``text`` where no partial slice is pending.
+        """
+        view = memoryview(text).cast("B")
         self.record.lines += lines
-        if len(self._pending) >= COMPRESS_CHUNK:
-            self._compress(final=False)
+        if self._pending:
+            missing = COMPRESS_CHUNK - len(self._pending)
+            self._pending += view[:missing]
+            if len(self._pending) < COMPRESS_CHUNK:
+                return
+            self._stream.write(bytes(self._pending))
+            self._pending.clear()
+            view = view[missing:]
+        whole = len(view) - len(view) % COMPRESS_CHUNK
+        for start in range(0, whole, COMPRESS_CHUNK):
+            self._stream.write(view[start : start + COMPRESS_CHUNK])
+        self._pending += view[whole:]
 
     def count(self, ge1: int, ge4: int, pairs: int) -> None:
         """Add judged documents with label >= 1 and >= 4 (docs/method.md section 10), and result pairs, to the file's counts."""
@@ -92,11 +168,10 @@ class GzipLines:
         self.record.docs_ge4 += ge4
         self.record.pairs += pairs
 
-    def _compress(self, final: bool) -> None:
-        whole = len(self._pending) if final else len(self._pending) - len(self._pending) % COMPRESS_CHUNK
-        for start in range(0, whole, COMPRESS_CHUNK):
-            self._stream.write(bytes(self._pending[start : min(whole, start + COMPRESS_CHUNK)]))
-        del self._pending[:whole]
+    def _finish(self) -> None:
+        if self._pending:
+            self._stream.write(bytes(self._pending))
+            self._pending.clear()
 
 
 @contextlib.contextmanager
@@ -112,61 +187,131 @@ def gzip_lines(path: str) -> Iterator[GzipLines]:
         with isal.igzip.GzipFile(filename="", mode="wb", fileobj=digest, mtime=0, compresslevel=GZIP_LEVEL) as stream:
             lines = GzipLines(stream, record)
             yield lines
-            lines._compress(final=True)
+            lines._finish()
     record.md5, record.size = digest.md5.hexdigest(), digest.size
+
+
+SORT_MEMORY = 256 << 20  # bytes of text a SortedLines holds before it spills its runs to local disk
+
+
+class _Run:
+    """One block's sorted lines: in memory (``lines``), or spilled to ``path`` (text; keys and line ends as ``.npy``)."""
+
+    def __init__(self, keys: np.ndarray, lines: Lines) -> None:
+        self.keys, self.ends, self.lines = keys, lines.ends, lines
+        self.path: Path | None = None
+        self._handle = None
+
+    @property
+    def size(self) -> int:
+        return int(self.ends[-1]) if len(self.ends) else 0
+
+    def spill(self, folder: Path, name: str) -> None:
+        self.path = folder / name
+        np.save(self.path.with_suffix(".keys.npy"), self.keys)
+        np.save(self.path.with_suffix(".ends.npy"), self.ends)
+        with open(self.path, "wb") as handle:
+            handle.write(self.lines.view())
+        self.lines = None
+        self.keys = np.load(self.path.with_suffix(".keys.npy"), mmap_mode="r")
+        self.ends = np.load(self.path.with_suffix(".ends.npy"), mmap_mode="r")
+
+    def read(self, start: int, length: int, into: memoryview) -> None:
+        """Bytes ``[start, start + length)`` of the text into ``into``, read in order from a spilled run."""
+        if self.lines is not None:
+            into[:length] = self.lines.view()[start : start + length]
+            return
+        if self._handle is None:
+            self._handle = open(self.path, "rb", buffering=0)
+        if self._handle.readinto(into[:length]) != length:
+            raise OSError(f"{self.path}: a run of sorted lines ends early")
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
 
 
 class SortedLines:
     """Lines that must reach a file in the order of an integer key, arriving one block at a time.
 
-    A block's lines are sorted in memory. When every block has come, a file of one
-    block is written straight away; with several, each block became a run in a local
-    temporary folder (lines, and their keys as ``.npy``), and ``drain`` merges the runs,
-    holding one line per run: the bounded-memory way to order a whole large language.
+    Each block's lines are sorted in memory into a run. Runs stay in memory up to
+    ``memory`` bytes of text (``SORT_MEMORY``); past that, the oldest are spilled to a
+    local temporary folder (text, and keys and line ends as ``.npy``, read back
+    memory-mapped). ``drain`` writes a lone run as it is, or merges the runs a batch of
+    about ``batch`` lines at a time: the bounded-memory way to order a whole large
+    language. Equal keys keep the order of their blocks, then of their lines in a block.
     """
 
-    def __init__(self) -> None:
-        self._pending: tuple[np.ndarray, list[bytes]] | None = None
-        self._runs: list[Path] = []
+    def __init__(self, batch: int = 8192, memory: int | None = None) -> None:
+        self._runs: list[_Run] = []
         self._folder: tempfile.TemporaryDirectory | None = None
+        self.batch = batch
+        self.memory = SORT_MEMORY if memory is None else memory
 
-    def add(self, keys: np.ndarray, lines: list[bytes]) -> None:
+    def add(self, keys: np.ndarray, lines: Lines) -> None:
         """One block's lines and their keys (any order)."""
-        order = np.argsort(keys, kind="stable")
-        block = (np.asarray(keys)[order], [lines[i] for i in order.tolist()])
-        if self._pending is None and not self._runs:  # the first block waits: it may be the only one
-            self._pending = block
+        keys = np.asarray(keys, dtype=np.int64)
+        if not len(keys):
             return
-        if self._pending is not None:
-            self._spill(*self._pending)
-            self._pending = None
-        self._spill(*block)
+        if (np.diff(keys) < 0).any():
+            order = np.argsort(keys, kind="stable")
+            keys, lines = keys[order], lines.take(order)
+        self._runs.append(_Run(keys, lines))
+        held = [run for run in self._runs if run.path is None]
+        total = sum(run.size for run in held)
+        for run in held:  # oldest first
+            if total <= self.memory:
+                break
+            if self._folder is None:
+                self._folder = tempfile.TemporaryDirectory(prefix="clirmatrix-runs-")
+            run.spill(Path(self._folder.name), f"{self._runs.index(run):05d}")
+            total -= run.size
 
-    def _spill(self, keys: np.ndarray, lines: list[bytes]) -> None:
-        if self._folder is None:
-            self._folder = tempfile.TemporaryDirectory(prefix="clirmatrix-runs-")
-        run = Path(self._folder.name) / f"{len(self._runs):05d}"
-        np.save(run.with_suffix(".npy"), keys)
-        run.write_bytes(b"".join(line + b"\n" for line in lines))
-        self._runs.append(run)
-
-    def drain(self, out: GzipLines, batch: int = 10_000) -> None:
+    def drain(self, out: GzipLines) -> None:
         """Write every line, in key order, to ``out``; the temporary runs are removed."""
-        if not self._runs:
-            if self._pending is not None:
-                out.write_many(self._pending[1])
-            return
-        with contextlib.ExitStack() as files:
-            streams = [zip(np.load(run.with_suffix(".npy")).tolist(), files.enter_context(open(run, "rb"))) for run in self._runs]
-            chunk: list[bytes] = []
-            for _, line in heapq.merge(*streams, key=lambda pair: pair[0]):
-                chunk.append(line[:-1])
-                if len(chunk) == batch:
-                    out.write_many(chunk)
-                    chunk = []
-            out.write_many(chunk)
-        self._folder.cleanup()
-        self._runs, self._folder = [], None
+        runs, self._runs = self._runs, []
+        try:
+            if len(runs) == 1 and runs[0].lines is not None:
+                out.write_lines(runs[0].lines)
+            elif runs:
+                self._merge(runs, out)
+        finally:
+            for run in runs:
+                run.close()
+            if self._folder is not None:
+                self._folder.cleanup()
+                self._folder = None
+
+    def _merge(self, runs: list[_Run], out: GzipLines) -> None:
+        at = [0] * len(runs)
+        read, merged = np.empty(0, np.uint8), np.empty(0, np.uint8)  # reused from batch to batch
+        while True:
+            live = [r for r in range(len(runs)) if at[r] < len(runs[r].keys)]
+            if not live:
+                return
+            # Every line up to the smallest of the live runs' keys a share of the batch ahead:
+            # at most ``batch`` lines, and at least that share of one run.
+            share = max(1, self.batch // len(live))
+            bound = min(int(runs[r].keys[min(at[r] + share, len(runs[r].keys)) - 1]) for r in live)
+            spans = []
+            for r in live:
+                keys, ends = runs[r].keys, runs[r].ends
+                stop = at[r] + int(np.searchsorted(keys[at[r] :], bound, side="right"))
+                if stop > at[r]:
+                    first = int(ends[at[r] - 1]) if at[r] else 0
+                    spans.append((r, at[r], stop, first, int(ends[stop - 1]) - first))
+                    at[r] = stop
+            size = sum(span[-1] for span in spans)
+            if len(read) < size:
+                read, merged = np.empty(size, np.uint8), np.empty(size, np.uint8)
+            line_ends, batch_keys, base = [], [], 0
+            for r, start, stop, first, length in spans:
+                runs[r].read(first, length, memoryview(read)[base:])
+                line_ends.append(np.asarray(runs[r].ends[start:stop], dtype=np.int64) - first + base)
+                batch_keys.append(runs[r].keys[start:stop])
+                base += length
+            order = np.argsort(np.concatenate(batch_keys), kind="stable")
+            out.write_lines(Lines(read, np.concatenate(line_ends)).take(order, merged))
 
 
 def result_order(doc_id: str, label: int) -> tuple[int, int, str]:

@@ -16,7 +16,7 @@ from clirmatrix.pipeline.config import ConfigError, resolve
 from clirmatrix.pipeline.labels import class_labels, query_labels
 from clirmatrix.pipeline.layout import SPLITS, parse_path, query_file
 from clirmatrix.pipeline.propagation import Labelled, propagate
-from clirmatrix.pipeline.release import RenderedResults, base_candidates, query_groups, query_prefix, release_order
+from clirmatrix.pipeline.release import QueryText, Results, base_fill, query_groups, release_order, render_lines
 from clirmatrix.pipeline.splits import NOT_CHOSEN, SplitSettings, assign, direction_splits, eval_sets, query_key, seeded_rng
 from clirmatrix.pipeline.writers import docs_line, gzip_lines, query_line
 
@@ -154,9 +154,10 @@ def _candidates(labelled: dict[int, int], n_docs: int, seed: int) -> list[list]:
     page_ids = np.array([1000 - p for p in range(n_docs)], dtype=np.int64)
     rows = sorted(labelled.items(), key=lambda item: (-item[1], page_ids[item[0]]))
     docs, labels = np.array([p for p, _ in rows], dtype=np.int64), np.array([label for _, label in rows], dtype=np.int8)
-    rendered = RenderedResults(page_ids[docs], labels, np.array([0, len(docs)]))
-    (line,) = base_candidates(rendered, [(0, docs, seeded_rng(seed, "fill", "en.de.dev"))], page_ids, 100)
-    return orjson.loads(line)
+    fill, counts = base_fill(seeded_rng(seed, "fill", "en.de.dev"), docs, np.array([0, len(docs)]), np.array([0]), page_ids, 100)
+    results = Results(page_ids[docs], labels, np.array([0]), np.array([min(100, len(docs))]), fill, np.array([0]), counts)
+    (line,) = render_lines(QueryText.from_strings([1], ["q"]), results, np.array([0])).to_list()
+    return orjson.loads(line)["tgt_results"]
 
 
 def test_base_candidates_are_exactly_k_with_seeded_label_zero_filler():
@@ -188,13 +189,14 @@ def test_compiled_rendering_equals_the_reference_line():
     page_ids, label = page_ids[order], label[order]
     assert all(sorted(zip(-label[a:b], page_ids[a:b])) == list(zip(-label[a:b], page_ids[a:b])) for a, b in zip(groups[:-1], groups[1:]))
     firsts = query[groups[:-1]]
-    rendered = RenderedResults(page_ids, label, groups)
-    for j, q in enumerate(firsts.tolist()):
+    titles = ['Cultural "imperialism" é', "", "\x00\x1f\x7f", "中文 🎉"] * len(firsts)
+    text = QueryText.from_strings(firsts, titles[: len(firsts)])
+    lines = render_lines(text, Results(page_ids, label, groups[:-1], np.diff(groups)), np.arange(len(firsts))[::-1])
+    for line, j in zip(lines.to_list(), reversed(range(len(firsts)))):
         rows = slice(groups[j], groups[j + 1])
-        expected = query_line(str(q), 'Cultural "imperialism" é', [(str(p), int(v)) for p, v in zip(page_ids[rows], label[rows])])
-        assert query_prefix(q, 'Cultural "imperialism" é') + rendered.full(j) + b"}" == expected
+        assert line == query_line(str(firsts[j]), titles[j], [(str(p), int(v)) for p, v in zip(page_ids[rows], label[rows])])
     with pytest.raises(ValueError):
-        RenderedResults(np.array([-1]), np.array([1], np.int8), np.array([0, 1]))
+        render_lines(QueryText.from_strings([1], ["q"]), Results(np.array([-1]), np.array([1], np.int8), np.array([0]), np.array([1])), np.array([0]))
 
 
 def test_gzip_files_are_byte_identical_and_their_md5_is_reported(tmp_path):
@@ -218,8 +220,8 @@ def test_query_lines_are_the_bytes_of_json_dumps_and_escape_line_separators():
     line = query_line("42", title, [("3", 0), ("7", 6)])
     assert line == json.dumps(record).encode() and line.isascii()
     assert b"\\u2028" in line and b"\\u2029" in line and b"\\u0085" in line and b"\\ud83c\\udf89" in line
-    rendered = RenderedResults(np.array([7, 3]), np.array([6, 0], np.int8), np.array([0, 2]))
-    assert query_prefix(42, title) + rendered.full(0) + b"}" == line
+    results = Results(np.array([7, 3]), np.array([6, 0], np.int8), np.array([0]), np.array([2]))
+    assert render_lines(QueryText.from_strings([42], [title]), results, np.array([0])).to_list() == [line]
     assert len(line.decode().splitlines()) == 1  # nothing in it that str.splitlines (as ir_datasets) breaks on
 
 
