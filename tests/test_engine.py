@@ -310,6 +310,35 @@ def test_analysing_many_texts_at_once_gives_each_texts_own_tokens(name):
     assert analyzer.raw_tokens_many([]) == ([], an.SEPARATORS[0])
 
 
+@pytest.mark.parametrize("name", an.analyzer_names())
+def test_an_index_built_in_bulk_holds_each_texts_own_terms_numbered_as_they_first_occur(name, monkeypatch):
+    """Indexing analyses a chunk of texts at once, with a cache of raw tokens kept across chunks (and emptied when full)."""
+    import clirmatrix.pipeline.engines.embedded as embedded
+
+    monkeypatch.setattr(embedded, "_ANALYZE_DOCS", 7)  # several chunks, so the cache carries tokens over
+    monkeypatch.setattr(embedded, "_INDEX_TOKEN_CACHE", 20)  # and is emptied on the way
+    analyzer = an.analyzer_named(name)
+    texts = BULK_TEXTS + [f"{w} {v}" for w, v in zip(BULK_TEXTS[2:], reversed(BULK_TEXTS))]
+    titles = list(reversed(texts))
+    engine = EmbeddedEngine(analyzer)
+    engine.index([([str(i) for i in range(len(texts))], titles, texts)])
+    first_seen = {}
+    for start in range(0, len(texts), 7):
+        for values in (titles, texts):
+            for value in values[start : start + 7]:
+                for term in analyzer(value):
+                    first_seen.setdefault(term, len(first_seen))
+    assert engine.vocab == first_seen and list(engine.vocab) == list(first_seen)
+    for field, values in enumerate((titles, texts)):
+        docs, tfs = engine.postings.unpack(field)
+        indptr = engine.postings.indptr[field]
+        held = [{} for _ in values]
+        for term, term_id in engine.vocab.items():
+            for doc, tf in zip(docs[indptr[term_id] : indptr[term_id + 1]], tfs[indptr[term_id] : indptr[term_id + 1]]):
+                held[doc][term] = int(tf)
+        assert held == [{t: analyzer(v).count(t) for t in analyzer(v)} for v in values]
+
+
 def test_a_separator_inside_every_text_falls_back_to_one_pass_a_text():
     texts = ["one" + "".join(an.SEPARATORS) + "two", "three"]
     raw, separator = plain_analyzer().raw_tokens_many(texts)

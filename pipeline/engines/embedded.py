@@ -69,7 +69,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from operator import itemgetter
 
 import numba
 import numpy as np
@@ -90,6 +89,7 @@ _MIN_QUERIES_PER_TASK = 64
 _QUERIES_PER_CALL = 10_000  # bounds the (queries x k) result buffers; the retrieve stage's batch (retrieval.QUERY_BATCH) in one call
 _ANALYZE_DOCS = 2_000  # documents whose tokens are held as strings at once while indexing
 _TOKEN_CACHE = 1 << 18  # distinct query tokens whose term ids an engine keeps (~30 MB), then starts afresh
+_INDEX_TOKEN_CACHE = 1 << 20  # distinct raw tokens whose term ids indexing keeps (~150 MB at most), then starts afresh
 _BOUNDARY, _NO_TERM = -2, -1  # a query's end, and a token with no term of the index, in ``query_arrays``
 
 
@@ -220,12 +220,9 @@ class _FieldBuilder:
         self.doc_count = 0
         self.sum_total_term_freq = 0
 
-    def add(self, token_lists: list[list[str]], vocab: defaultdict[str, int]) -> None:
-        n = len(token_lists)
-        lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=n)
-        flat = [token for tokens in token_lists for token in tokens]
-        # ``vocab`` numbers new tokens itself (a defaultdict), so this is one C-level pass.
-        ids = np.array(itemgetter(*flat)(vocab) if len(flat) > 1 else [vocab[t] for t in flat], dtype=np.int64)
+    def add_ids(self, ids: np.ndarray, lengths: np.ndarray) -> None:
+        """A batch of documents given as their term ids, flat, and each document's count of them."""
+        n = len(lengths)
         # One key per (document, term); np.unique sorts by document, then term id.
         keys, tfs = np.unique((np.repeat(np.arange(n, dtype=np.int64), lengths) << 32) | ids, return_counts=True)
         per_doc = np.bincount(keys >> 32, minlength=n).astype(np.int32)
@@ -466,19 +463,41 @@ class EmbeddedEngine:
             raise RuntimeError("this engine already holds an index; make a new engine")
         builders = (_FieldBuilder(), _FieldBuilder())
         vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+        cache: dict[str, int] = {}  # raw token -> term id (or _NO_TERM): see ``_analyse_ids``
         for doc_ids, titles, texts in batches:
             if not len(doc_ids) == len(titles) == len(texts):
                 raise ValueError(f"a batch has {len(doc_ids)} ids, {len(titles)} titles and {len(texts)} texts")
             self.doc_ids.extend(doc_ids)
             for start in range(0, len(doc_ids), _ANALYZE_DOCS):
                 for builder, values in zip(builders, (titles, texts)):
-                    builder.add([self.analyzer(value or "") for value in values[start : start + _ANALYZE_DOCS]], vocab)
+                    builder.add_ids(*self._analyse_ids([value or "" for value in values[start : start + _ANALYZE_DOCS]], vocab, cache))
         vocab.default_factory = None  # a plain mapping from here on
         self.vocab = vocab
         counts = np.array([[b.doc_count, b.sum_total_term_freq] for b in builders], dtype=np.int64)
         norms = np.stack([b.finish_norms() for b in builders])
         self.postings = Postings.pack([b.finish(len(vocab)) for b in builders], norms, counts)
         self._statistics, self._dfs = self.local_statistics(), self._local_dfs()
+
+    def _analyse_ids(self, texts: Sequence[str], vocab: defaultdict[str, int], cache: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        """The term ids of the texts' tokens (flat) and each text's token count: ``self.analyzer``'s tokens, numbered by ``vocab``.
+
+        In bulk, as ``query_arrays`` does for queries: one lowercasing and tokenizing
+        pass over the texts, then each distinct raw token's filters and stem once, its
+        term id kept in ``cache`` (keyed by the token, emptied past ``_INDEX_TOKEN_CACHE``).
+        New tokens are numbered in the order they first occur, so ``vocab`` numbers
+        terms as analysing one text after another would (tests/test_engine.py).
+        """
+        tokens, separator = self.analyzer.raw_tokens_many(texts)
+        if len(cache) > _INDEX_TOKEN_CACHE:
+            cache.clear()
+        cache[separator] = _BOUNDARY  # no token equals a separator (it is no word character)
+        missing = [token for token in dict.fromkeys(tokens) if token not in cache]
+        if missing:
+            cache.update(zip(missing, [_NO_TERM if stem is None else vocab[stem] for stem in self.analyzer.normalize_tokens(missing)]))
+        ids = np.fromiter(map(cache.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        boundary, kept = ids == _BOUNDARY, ids >= 0
+        text_of = np.cumsum(boundary) - boundary  # each token's text: the boundaries before it
+        return ids[kept], np.bincount(text_of[kept], minlength=len(texts)).astype(np.int64)
 
     @property
     def size(self) -> int:
