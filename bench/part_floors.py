@@ -1,7 +1,8 @@
 """Each part of the build after extraction beside its floor, on the same data, in one process.
 
 A part's floor is the simplest program that does the same unavoidable work on the
-same inputs: analysing the documents (index), the kernel over analysed titles
+same inputs: analysing the documents (index: every text tokenized, each distinct token
+stemmed once), the kernel over analysed titles
 (search), Jenks breaks of each query's scores (label), a gather of the label rows
 into their targets (carry), compressing the bytes the release holds with the same
 library, level and slices (write). "Ours" is the stage's own unit function, called
@@ -96,10 +97,14 @@ def index_part(work_root: str, lang: str, docs: int = 20_000) -> Part:
     def ours() -> None:
         make_engine(settings, lang).index(iter(batches))
 
-    def floor() -> None:
+    def floor() -> None:  # the analysis alone: every text tokenized, every distinct token filtered and stemmed once
+        stems: dict[str, str | None] = {}
         for _, titles, texts in batches:
-            for value in titles + texts:
-                analyzer(value or "")
+            for values in (titles, texts):
+                for start in range(0, len(values), 2_000):
+                    tokens, _ = analyzer.raw_tokens_many([value or "" for value in values[start : start + 2_000]])
+                    missing = list(set(tokens).difference(stems))
+                    stems.update(zip(missing, analyzer.normalize_tokens(missing)))
 
     return Part("retrieve: index", ours, floor, sum(len(b[0]) for b in batches), "document")
 
