@@ -205,8 +205,8 @@ def unit_costs(result) -> dict:
         "docs": sum(entry["docs"] for entry in languages.values()),
         # An index is built once per document: by the count step, or by the search step of a one-shard language.
         "index_cpu": sum(r["unit_cpu_seconds"] for name, r in retrieval.items() if name.startswith("count."))
-        + sum(r["index_seconds"] for r in searched if r["lang"] not in multi),
-        "search_cpu": sum(r["search_seconds"] for r in searched),
+        + sum(r.get("index_cpu_seconds", r["index_seconds"]) for r in searched if r["lang"] not in multi),
+        "search_cpu": sum(r.get("search_cpu_seconds", r["search_seconds"]) for r in searched),
         "query_shards": sum(entry["queries"] * entry["shards"] for entry in languages.values()),
         "merge_cpu": sum(r["unit_cpu_seconds"] for name, r in retrieval.items() if name.startswith("merge.")),
         "merged_query_shards": sum(entry["queries"] * entry["shards"] for lang, entry in languages.items() if lang in multi),
@@ -246,11 +246,13 @@ def project(runs: list[dict], shard_docs: int) -> dict:
     for stage in STAGES:
         low, high = big["stages"][stage]["worker_peak_mb"], bigger["stages"][stage]["worker_peak_mb"]
         slope = (high - low) / (bigger["docs"] - big["docs"]) if bigger["docs"] != big["docs"] else 0.0
+        # Retrieval's largest unit is one shard of at most shard_docs documents, whatever the language's size.
+        english_docs = min(EN_DOCS, shard_docs) if stage == "retrieve" else EN_DOCS
         memory[stage] = {
             "measured_mb": [run["stages"][stage]["worker_peak_mb"] for run in runs],
             "growth_percent": round(100 * (high - low) / low, 1),
             # Linear in documents; a stage that did not grow (noise can make the slope negative) stays at its largest.
-            "english_mb": round(max(high, low) + max(slope, 0.0) * (EN_DOCS - bigger["docs"])),
+            "english_mb": round(max(high, low) + max(slope, 0.0) * max(english_docs - bigger["docs"], 0)),
         }
     u = bigger["units"]
     labels_per_query = u["label_rows"] / u["docs"]
@@ -346,27 +348,27 @@ def main(argv: list[str] | None = None) -> None:
 
         floors = part_floors.measure(part_floors.default_parts(runs[-1]["work"]), args.floor_rounds)
     results.parent.mkdir(parents=True, exist_ok=True)
-    results.write_text(json.dumps({"runs": runs, "projection": projection, "floors": floors, "settings": vars(settings)}, indent=1))
+    command = saved.get("command", "") if args.report else "python bench/scale_bench.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    results.write_text(json.dumps({"runs": runs, "projection": projection, "floors": floors, "settings": vars(settings), "command": command}, indent=1))
     print_report(runs, projection, settings)
     if floors:
         import part_floors
 
         part_floors.print_table(floors)
-    if not args.report:
-        write_cost_model(Path(args.cost_model), runs, projection, floors, settings)
+    write_cost_model(Path(args.cost_model), command, runs, projection, floors)  # --report: the same measurements, projected anew
 
 
 COST_MODEL = Path(__file__).resolve().parents[1] / "pipeline" / "cost_model.json"
 
 
-def write_cost_model(path: Path, runs: list[dict], projection: dict, floors: list[dict], settings: argparse.Namespace) -> None:
+def write_cost_model(path: Path, command: str, runs: list[dict], projection: dict, floors: list[dict]) -> None:
     """The measured rates of every part, dated, for planning a build (refreshed by each run of this bench)."""
     import datetime
     import platform
 
     model = {
         "measured": datetime.date.today().isoformat(),
-        "command": "python bench/scale_bench.py " + " ".join(sys.argv[1:]),
+        "command": command,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_implementation()} {platform.python_version()}",
         "sizes": [run["docs"] for run in runs],
         "rates_cpu_seconds": projection["unit_rates"],

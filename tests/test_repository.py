@@ -5,6 +5,7 @@ import subprocess
 import sys
 import zipfile
 
+import orjson
 from conftest import REPO
 
 
@@ -44,6 +45,10 @@ def test_wheel_holds_only_the_clirmatrix_package(tmp_path):
     for package in ("cli", "pipeline", "beam_jobs", "schemas", "models", "pipeline/formats", "pipeline/engines", "models/losses", "models/modeling", "models/recipes"):
         assert f"clirmatrix/{package}/__init__.py" in names
     assert not any(n.startswith("clirmatrix/__init__") for n in names)  # a namespace: nothing generic at the top
+    # The measured cost of each part (bench/scale_bench.py writes it), which planning a build reads.
+    model = orjson.loads(zipfile.ZipFile(wheel).read("clirmatrix/pipeline/cost_model.json"))
+    assert model["measured"] and model["command"].startswith("python bench/scale_bench.py")
+    assert all(rate > 0 for name, rate in model["rates_cpu_seconds"].items() if not name.startswith("merge"))
 
 
 def test_the_code_is_clean_under_the_linter():
