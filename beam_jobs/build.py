@@ -106,6 +106,13 @@ def input_checksums(inputs: Sequence[dict], dumps_dir: str, work_dir: str) -> li
 
 
 def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult:
+    """Run (or resume) every stage (``_run_build``); a SIGINT to the driver alone ends its local workers at any
+    moment of the build, between two stages' pipelines as well as during one (``runners.interrupt_reaches_workers``)."""
+    with runners.interrupt_reaches_workers():
+        return _run_build(config, beam_args)
+
+
+def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult:
     """Run (or resume) every stage; raises NoDumpsError when nothing usable is found.
 
     Relative paths become absolute here, on the driver: workers open them from

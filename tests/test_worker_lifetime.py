@@ -149,7 +149,7 @@ def test_an_interrupted_build_stops_its_workers_and_ends(dumps, tmp_path):
     build, workers = _build_until_workers_run(dumps, tmp_path / "out")
     try:
         build.send_signal(signal.SIGINT)  # to the driver alone (kill -INT); Beam alone would hang waiting for them
-        build.wait(timeout=30)
+        build.wait(timeout=90)  # a loaded CI machine: what matters is that it ends, and its workers with it
         assert build.returncode != 0
         left, waited = _wait_gone(workers, 15)
         assert not left, f"worker processes {left} outlived the interrupted build by {waited:.1f} s"
