@@ -128,7 +128,10 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
     common.use_filesystem_options(beam_args)
     bm25 = Bm25Settings(config.k1, config.b, config.title_boost, config.combine)
     es_url = config.es_url or os.environ.get("CLIRMATRIX_ES_URL", "")
-    retrieval = RetrievalSettings(config.engine, config.k, bm25, config.threads, es_url, shard_docs=config.shard_docs, block_size=config.block_size)
+    retrieval = RetrievalSettings(
+        config.engine, config.k, bm25, config.threads, es_url,
+        shard_docs=config.shard_docs, block_size=config.block_size, search_unit_queries=config.search_unit_queries,
+    )
     check_engine(retrieval, config.langs)
     found, link_sources = find_dumps(config.dumps, config.langs, config.source, config.skip_missing, config.links)  # before OUT is touched
     for folder in (config.out, config.work_dir):

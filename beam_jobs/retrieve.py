@@ -81,10 +81,11 @@ def run(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--k", type=int, default=100)
     parser.add_argument("--shard-docs", type=int, default=retrieval.DEFAULT_SHARD_DOCS)
     parser.add_argument("--block-size", type=int, default=retrieval.DEFAULT_BLOCK_SIZE)
+    parser.add_argument("--search-unit-queries", type=int, default=retrieval.DEFAULT_SEARCH_UNIT_QUERIES)
     args, beam_args = parser.parse_known_args(argv)
     beam_args = runners.resolve(beam_args)
     common.use_filesystem_options(beam_args)
-    settings = RetrievalSettings(k=args.k, shard_docs=args.shard_docs, block_size=args.block_size)
+    settings = RetrievalSettings(k=args.k, shard_docs=args.shard_docs, block_size=args.block_size, search_unit_queries=args.search_unit_queries)
     return run_retrieve(fileio.absolute(args.work), args.langs, settings, beam_args)
 
 

@@ -29,7 +29,7 @@ from clirmatrix.pipeline.engines.base import COMBINATIONS, Bm25Settings
 from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.input_kinds import LINKS, SOURCES
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES, WIKIPEDIA_LANGUAGES, check_langs, is_language_code
-from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SHARD_DOCS
+from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SEARCH_UNIT_QUERIES, DEFAULT_SHARD_DOCS
 
 ENGINES = ("embedded", "elasticsearch")
 
@@ -96,6 +96,9 @@ class BuildConfig:
     threads: int = _setting(1, "Search threads per worker.", min=1)
     shard_docs: int = _setting(DEFAULT_SHARD_DOCS, "Documents per retrieval shard; results do not depend on it.", min=1)
     block_size: int = _setting(DEFAULT_BLOCK_SIZE, "Queries per unit of labelling, propagation and writing.", min=1)
+    search_unit_queries: int = _setting(
+        DEFAULT_SEARCH_UNIT_QUERIES, "Queries per search unit of a sharded language, in whole blocks; results do not depend on it.", min=1
+    )
     split_mb: int = _setting(DEFAULT_SPLIT_MB, "Compressed MB per unit of extraction for dumps read in ranges (Enterprise HTML, bz2 XML, bz2 Wikidata JSON); results do not depend on it.", min=1)
 
     @property

@@ -9,10 +9,13 @@ the unsharded one, bit for bit:
    of each of its terms per field, split by a hash of the term into as many
    partitions as there are shards, and report the shard's field statistics;
 2. **sum** (one unit per partition): add the shards' counts of each term;
-3. **search** (one unit per shard): load the shard's index (step 1 stored it), score it with the
-   language's statistics (documents and tokens per field, each term's document
-   frequency; as Elasticsearch's ``dfs_query_then_fetch`` does) so every document
-   gets its unsharded score, and keep each query's top ``k`` of the shard;
+3. **search** (one unit per shard and group of query blocks): load the shard's index
+   (step 1 stored it), score it with the language's statistics (documents and tokens
+   per field, each term's document frequency; as Elasticsearch's
+   ``dfs_query_then_fetch`` does) so every document gets its unsharded score, and keep
+   each query of the group's top ``k`` of the shard. Groups of ``search_unit_queries``
+   bound a unit's time (English's 7.2 M titles against one shard would be one unit of
+   ~26 core-minutes; in groups of a million, 8 of ~4);
 4. **merge** (one unit per block of queries): each query's top ``k`` of all shards,
    by score and then position, the tie order of one index.
 
@@ -45,7 +48,7 @@ from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics,
 from clirmatrix.pipeline.fingerprint import fingerprint
 from clirmatrix.pipeline.parquet_io import ParquetSink, read_table, write_table
 from clirmatrix.pipeline.reports import read_report
-from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SHARD_DOCS, LanguagePlan, Unit
+from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SEARCH_UNIT_QUERIES, DEFAULT_SHARD_DOCS, LanguagePlan, Unit
 from clirmatrix.schemas import RETRIEVAL, TERM_COUNTS
 
 LOG = logging.getLogger("clirmatrix")
@@ -68,10 +71,14 @@ class RetrievalSettings:
     docs_key: str = ""  # fingerprint of the documents: an Elasticsearch index holding them is reused
     shard_docs: int = DEFAULT_SHARD_DOCS
     block_size: int = DEFAULT_BLOCK_SIZE
+    search_unit_queries: int = DEFAULT_SEARCH_UNIT_QUERIES  # how search units are cut: no file depends on it
 
     def __post_init__(self) -> None:
-        if self.shard_docs < 1 or self.block_size < 1:
-            raise ConfigError(f"--shard-docs and --block-size must be at least 1, got {self.shard_docs} and {self.block_size}")
+        if min(self.shard_docs, self.block_size, self.search_unit_queries) < 1:
+            raise ConfigError(
+                "--shard-docs, --block-size and --search-unit-queries must be at least 1, "
+                f"got {self.shard_docs}, {self.block_size} and {self.search_unit_queries}"
+            )
 
     def fingerprint_parts(self) -> dict:
         """What changes the stage's files: not ``threads``, nor where the cluster is.
@@ -145,13 +152,22 @@ def plan_units(plans: Sequence[LanguagePlan], settings: RetrievalSettings) -> li
         else:
             units += [Unit(PREPARE, count_name(lang, shard), (plan, shard)) for shard in range(plan.shards)]
             units += [Unit(SUM, f"sum.{lang}.{part:05d}", (plan, part)) for part in range(plan.shards)]
-            units += [Unit(SEARCH, f"search.{lang}.{shard:05d}", (plan, shard)) for shard in range(plan.shards)]
+            groups = plan.block_groups(settings.search_unit_queries)
+            units += [
+                Unit(SEARCH, search_name(lang, shard, group), (plan, shard, first, end))
+                for shard in range(plan.shards)
+                for group, (first, end) in enumerate(groups)
+            ]
             units += [Unit(MERGE, f"merge.{lang}.{block:05d}", (plan, block)) for block in range(plan.blocks)]
     return units
 
 
 def count_name(lang: str, shard: int) -> str:
     return f"count.{lang}.{shard:05d}"
+
+
+def search_name(lang: str, shard: int, group: int) -> str:
+    return f"search.{lang}.{shard:05d}.{group:05d}"
 
 
 def hits_table(query_start: int, hits: Sequence[Hits], doc_offset: int = 0) -> pa.Table:
@@ -280,10 +296,11 @@ def _query_batches(work: WorkDirs, plan: LanguagePlan, block: int) -> Iterator[t
         first += len(titles)
 
 
-def search(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part: int) -> dict:
-    """Step 3: search every query of the language in one shard (embedded) or one block (Elasticsearch)."""
+def search(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part: int, first_block: int = 0, end_block: int | None = None) -> dict:
+    """Step 3: search blocks ``[first_block, end_block)`` of the language's queries (all by default) in one shard (embedded), or one block (Elasticsearch)."""
     if settings.engine == "elasticsearch":
         return _search_block_es(work_root, settings, plan, part)
+    end_block = plan.blocks if end_block is None else end_block
     work = WorkDirs(work_root)
     started, started_cpu = time.perf_counter(), time.process_time()
     if plan.shards == 1:
@@ -294,11 +311,12 @@ def search(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part
     engine.search_flat(["warm up"], settings.k)  # numba loads its kernels once: not part of the search rate
     indexed, indexed_cpu = time.perf_counter(), time.process_time()
     offset = plan.shard(part)[0]
-    queries, hits, no_hits = search_blocks(work, settings, plan, part, engine, range(plan.blocks))
+    queries, hits, no_hits = search_blocks(work, settings, plan, part, engine, range(first_block, end_block))
     searched, searched_cpu = time.perf_counter(), time.process_time()
     report = {
         "lang": plan.lang,
         "shard": part,
+        "blocks": [first_block, end_block],
         "docs": plan.shard(part)[1] - offset,
         "queries": queries,
         "hits": hits,
@@ -332,7 +350,7 @@ def search_blocks(work: WorkDirs, settings: RetrievalSettings, plan: LanguagePla
                 queries += len(titles)
                 no_hits += int(np.count_nonzero(found.lengths == 0))
             hits += sink.rows
-        LOG.info("%s: shard %d/%d, %s of %s queries searched", plan.lang, part + 1, plan.shards, f"{queries:,}", f"{plan.docs:,}")
+        LOG.info("%s: shard %d/%d, block %d/%d searched", plan.lang, part + 1, plan.shards, block + 1, plan.blocks)
     return queries, hits, no_hits
 
 

@@ -78,9 +78,9 @@ def _run_composite(units, transform) -> None:
         assert_that(done, equal_to([unit.name for unit in units] * 2))
 
 
-@pytest.mark.parametrize("shard_docs", [37, 100, 151])
-def test_sharded_retrieval_equals_unsharded_bit_for_bit(work_copy, built, shard_docs):
-    """Shards scored with their language's statistics, merged by score then position: exactly one index's top 100."""
+@pytest.mark.parametrize(("shard_docs", "search_unit_queries"), [(37, 1_000_000), (100, 240), (151, 1)])
+def test_sharded_retrieval_equals_unsharded_bit_for_bit(work_copy, built, shard_docs, search_unit_queries):
+    """Shards scored with their language's statistics, searched in groups of query blocks, merged by score then position: exactly one index's top 100."""
     from clirmatrix.beam_jobs.retrieve import RetrieveLanguages
     from clirmatrix.pipeline import retrieval
     from clirmatrix.pipeline.retrieval import RetrievalSettings
@@ -88,11 +88,19 @@ def test_sharded_retrieval_equals_unsharded_bit_for_bit(work_copy, built, shard_
     _, result, _ = built
     unsharded = _tables(Path(result.work) / "retrieval")
     langs = result.summaries["retrieve"]["languages"]
-    settings = RetrievalSettings(shard_docs=shard_docs, block_size=120)
+    settings = RetrievalSettings(shard_docs=shard_docs, block_size=120, search_unit_queries=search_unit_queries)
     plans = [settings.plan(lang, entry["docs"]) for lang, entry in langs.items()]
     assert all(plan.shards >= 2 for plan in plans)
+    units = retrieval.plan_units(plans, settings)
+    # A search unit is one shard and at most max(1, search_unit_queries // block_size) blocks of queries.
+    per_unit = max(1, search_unit_queries // settings.block_size)
+    searches = [unit for unit in units if unit.step == retrieval.SEARCH]
+    assert len(searches) == sum(plan.shards * -(-plan.blocks // per_unit) for plan in plans)
+    assert all(end - first <= per_unit for _, _, first, end in (unit.args for unit in searches))
+    if search_unit_queries == 1:
+        assert len(searches) == sum(plan.shards * plan.blocks for plan in plans) > 2 * len(plans)
     shutil.rmtree(work_copy / "retrieval")
-    _run_composite(retrieval.plan_units(plans, settings), RetrieveLanguages(str(work_copy), settings))
+    _run_composite(units, RetrieveLanguages(str(work_copy), settings))
     for lang in langs:
         ours = pa.concat_tables([table for path, table in _tables(work_copy / "retrieval").items() if path.startswith(f"{lang}/")])
         theirs = pa.concat_tables([table for path, table in unsharded.items() if path.startswith(f"{lang}/")])
