@@ -19,7 +19,7 @@ import argparse
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -203,19 +203,23 @@ def _text_of(path: str) -> bytes:
         return handle.read()
 
 
-def default_parts(work_root: str, lang: str = "en") -> list[Part]:
-    """Every part this module knows, on ``lang`` of a built work folder (the stage functions of other benches where they exist)."""
+PART_NAMES = ("index", "search", "label", "carry", "write", "docs")
+
+
+def default_parts(work_root: str, lang: str = "en", names: Sequence[str] = PART_NAMES) -> list[Part]:
+    """The parts named (every part this module knows by default), on ``lang`` of a built work folder (the stage functions of other benches where they exist)."""
     out_root = tempfile.mkdtemp(prefix="floors-")
     from propagate_bench import carry_part
 
-    return [
-        index_part(work_root, lang),
-        search_part(work_root, lang),
-        label_part(work_root, lang),
-        carry_part(work_root, lang),
-        write_part(work_root, lang),
-        docs_part(work_root, out_root, lang),
-    ]
+    makers = {
+        "index": lambda: index_part(work_root, lang),
+        "search": lambda: search_part(work_root, lang),
+        "label": lambda: label_part(work_root, lang),
+        "carry": lambda: carry_part(work_root, lang),
+        "write": lambda: write_part(work_root, lang),
+        "docs": lambda: docs_part(work_root, out_root, lang),
+    }
+    return [makers[name]() for name in names]
 
 
 def print_table(rows: list[dict]) -> None:
@@ -238,8 +242,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("work", help="a built work folder (OUT/.work)")
     parser.add_argument("--lang", default="en")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--parts", default=",".join(PART_NAMES), help=f"comma-separated, of {','.join(PART_NAMES)}")
     args = parser.parse_args(argv)
-    print_table(measure(default_parts(args.work, args.lang), args.rounds))
+    names = [name for name in args.parts.split(",") if name]
+    if unknown := set(names) - set(PART_NAMES):
+        parser.error(f"unknown parts: {', '.join(sorted(unknown))}")
+    print_table(measure(default_parts(args.work, args.lang, names), args.rounds))
 
 
 if __name__ == "__main__":

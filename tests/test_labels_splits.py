@@ -17,7 +17,7 @@ from clirmatrix.pipeline.labels import class_labels, query_labels
 from clirmatrix.pipeline.layout import SPLITS, parse_path, query_file
 from clirmatrix.pipeline.propagation import Labelled, propagate
 from clirmatrix.pipeline.release import QueryText, Results, base_fill, query_groups, release_order, render_lines
-from clirmatrix.pipeline.splits import NOT_CHOSEN, SplitSettings, assign, direction_splits, eval_sets, query_key, seeded_rng
+from clirmatrix.pipeline.splits import NOT_CHOSEN, SplitSettings, assign, direction_splits, eval_sets, lowest, query_key, seeded_rng
 from clirmatrix.pipeline.writers import docs_line, gzip_lines, query_line
 
 # --- labels -----------------------------------------------------------------------------------
@@ -125,6 +125,17 @@ def test_eval_sets_take_eval_size_each_from_4x_and_a_quarter_below(n, each):
         if len(mine):  # the lowest priorities of the role
             assert priority[mine].max() <= np.sort(priority[of_role])[len(mine) - 1]
     assert (chosen == NOT_CHOSEN).sum() == n - sum((chosen == SPLITS.index(s)).sum() for s in ("dev", "test1", "test2"))
+
+
+def test_lowest_takes_the_first_of_a_stable_sort_by_priority_ties_included():
+    """The train and eval sets' pick: what a stable argsort's first ``size`` give, on priorities with many ties."""
+    rng = np.random.default_rng(3)
+    for _ in range(500):
+        priority = rng.integers(0, int(rng.integers(1, 20)), size=int(rng.integers(0, 60))).astype(np.uint64)
+        candidates = np.sort(rng.choice(len(priority), int(rng.integers(0, len(priority) + 1)), replace=False)) if len(priority) else np.zeros(0, np.int64)
+        size = int(rng.integers(0, len(candidates) + 3))
+        expected = np.sort(candidates[np.argsort(priority[candidates], kind="stable")[:size]])
+        assert lowest(priority, candidates, size).tolist() == expected.tolist()
 
 
 def test_a_direction_trains_on_no_key_that_any_eval_set_holds():
