@@ -137,8 +137,9 @@ WIKITEXT_SIGMA = 1.3
 MIN_ARTICLE_BYTES = 150
 BOT_STUB_MEDIAN, BOT_STUB_SIGMA = 2_100, 0.35
 
-# Sites an item links to besides this wiki, weighted by their article counts (Meta, 2026-07).
-_OTHER_WIKIS = (
+# Sites an item links to besides this wiki, weighted by their article counts in thousands (Meta,
+# 2026-07; every wiki over ~140,000 articles). The scale benchmark's projection reads them too.
+WIKI_SIZES = (
     ("en", 7211), ("ceb", 6115), ("de", 3137), ("fr", 2770), ("sv", 2627), ("nl", 2223), ("es", 2126), ("ru", 2110),
     ("it", 1978), ("pl", 1702), ("arz", 1632), ("zh", 1545), ("ja", 1511), ("uk", 1428), ("ar", 1325), ("vi", 1304),
     ("war", 1267), ("pt", 1178), ("fa", 1080), ("ca", 785), ("id", 757), ("ko", 732), ("sr", 713), ("ce", 688), ("no", 662),
@@ -1287,10 +1288,10 @@ def item_sitelinks(world: World, index: int) -> dict[str, str]:
     rng = random.Random(f"{world.seed}:{world.lang}:sitelinks:{index}")
     title = world.titles[index]
     sites = {world.wiki: title}
-    others = min(int(math.exp(rng.gauss(0.8, 1.3))) - 1, len(_OTHER_WIKIS) - 1)
+    others = min(int(math.exp(rng.gauss(0.8, 1.3))) - 1, len(WIKI_SIZES) - 1)
     if others > 0:
-        codes = [code for code, _ in _OTHER_WIKIS if code != world.lang]
-        weights = [weight for code, weight in _OTHER_WIKIS if code != world.lang]
+        codes = [code for code, _ in WIKI_SIZES if code != world.lang]
+        weights = [weight for code, weight in WIKI_SIZES if code != world.lang]
         chosen: set[str] = set()
         while len(chosen) < others:
             chosen.update(rng.choices(codes, weights, k=others - len(chosen)))

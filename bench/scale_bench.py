@@ -15,8 +15,10 @@ killed, and the build fails). For every stage it records:
 
 Then it projects, from the measured sizes, the largest unit's memory for English
 (5,984,197 documents in the release) and the core-hours of each stage for the full
-release (49.28 M queries over 139 languages, 34.06 B labelled pairs in BI-139 full),
-with the assumptions printed beside each figure.
+release (49.28 M queries over 139 languages, 34.06 B labelled pairs in BI-139 full) and
+for a rebuild from 2026's dumps (65.75 M articles), each language at its 2026 size (search
+costs a language its queries times its shards), with the assumptions printed beside each
+figure.
 
 Last, on the largest build's work folder, every part beside its floor in this process
 (``bench/part_floors.py``: the simplest program doing the same unavoidable work on the
@@ -228,14 +230,33 @@ def unit_costs(result) -> dict:
     }
 
 
-# The release's languages by size: docs/formats.md lists four; the other 135 hold the rest of the 49.28 M.
-KNOWN_LANGUAGES = {"en": EN_DOCS, "zh": 1_089_043, "simple": 153_408, "af": 87_705}
-OTHER_DOCS = RELEASE_QUERIES - sum(KNOWN_LANGUAGES.values())
+def language_sizes(total: int) -> list[int]:
+    """Articles (queries) of each BI-139 language when the 139 hold ``total``: each at its share of 2026.
+
+    Meta's List of Wikipedias (2026-07) gives every wiki over ~140,000 articles
+    (``realistic_dumps.WIKI_SIZES``) and the 139 languages' sum; the BI-139 languages
+    not in that list hold the rest, evenly (each far below a shard). Searching costs a
+    language its queries times its shards, so its size matters, not only the total.
+    """
+    from realistic_dumps import PUBLISHED, WIKI_SIZES
+
+    from clirmatrix.pipeline.languages import BI139_LANGUAGES
+
+    articles_2026 = PUBLISHED["bi139_articles"][0]
+    large = [thousands * 1000 for code, thousands in WIKI_SIZES if code in BI139_LANGUAGES]
+    small = len(BI139_LANGUAGES) - len(large)
+    sizes = large + [(articles_2026 - sum(large)) // small] * small
+    return [round(n * total / articles_2026) for n in sizes]
 
 
-def query_shards(shard_docs: int, other_shards: int) -> int:
-    """Queries times shards over the release, the other languages at ``other_shards`` shards each."""
-    return sum(n * max(1, -(-n // shard_docs)) for n in KNOWN_LANGUAGES.values()) + OTHER_DOCS * other_shards
+# What the projection is made for: the 2020 release's total, and a rebuild from the dumps of 2026.
+SCENARIOS = {"the release (49.28 M queries)": RELEASE_QUERIES, "a 2026 rebuild (65.75 M)": 65_747_190}
+
+
+def query_shards(shard_docs: int, total: int, sharded_only: bool = False) -> int:
+    """Queries times shards over the 139 languages holding ``total`` articles (``language_sizes``); only those of several shards (which merge) if ``sharded_only``."""
+    shards = [(n, -(-n // shard_docs)) for n in language_sizes(total)]
+    return sum(n * max(1, count) for n, count in shards if count > 1 or not sharded_only)
 
 
 def project(runs: list[dict], shard_docs: int) -> dict:
@@ -259,27 +280,30 @@ def project(runs: list[dict], shard_docs: int) -> dict:
     carry_once = u.get("carry_group_cpu", 0.0) / u["label_rows"]  # a label row, once per block
     carry_per_target = u.get("carry_target_cpu", u["carry_cpu"]) / (u["label_rows"] * u["targets"])  # a label row and target language
     # Per-shard search cost depends on how long the title terms' postings are: the generator's, not Wikipedia's.
-    search_low, search_high = (u["search_cpu"] / u["query_shards"] * query_shards(shard_docs, shards) for shards in (1, 5))
-    merge_low, merge_high = (u["merge_cpu"] / max(u["merged_query_shards"], 1) * query_shards(shard_docs, shards) for shards in (1, 5))
+    # Each part's hours for each scenario: the search and merge by queries times shards, the others by queries.
+    totals = list(SCENARIOS.values())
+    grow = [total / RELEASE_QUERIES for total in totals]
+    search = tuple(u["search_cpu"] / u["query_shards"] * query_shards(shard_docs, total) for total in totals)
+    merge = tuple(u["merge_cpu"] / max(u["merged_query_shards"], 1) * query_shards(shard_docs, total, sharded_only=True) for total in totals)
     # A direction's cost: per line (its query's id and title, the line) and per pair. Two directions of
     # very different pairs per line (en -> de: a few; de -> en: ~100) separate the two.
     cpu, lines, pairs = (np.array(column, dtype=float) for column in zip(*u["directions"]))
     (per_line, per_pair), *_ = np.linalg.lstsq(np.column_stack([lines, pairs]), cpu, rcond=None)
     base_lines = RELEASE_DIRECTIONS * 13_000
     release_lines, release_pairs = RELEASE_FULL_PAIRS / FULL_PAIRS_PER_QUERY + base_lines, RELEASE_FULL_PAIRS + base_lines * 100
-    hours = {
-        "retrieve: index": (u["index_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
-        "retrieve: search": (search_low, search_high),
-        "retrieve: merge": (merge_low, merge_high),
-        "label": (u["label_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
-        "propagate: pair languages": (u["links_cpu"] / (2 * u["docs"]) * 2 * OTHER_LANGUAGES * RELEASE_QUERIES,) * 2,
-        "propagate: carry labels": ((carry_once + carry_per_target * OTHER_LANGUAGES) * labels_per_query * RELEASE_QUERIES,) * 2,
-        "write: BI-139": (per_line * release_lines + per_pair * release_pairs,) * 2,
-        "write: DOCS": (u["docs_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
-        "write: splits": (u["splits_cpu"] / u["docs"] * RELEASE_QUERIES,) * 2,
+    linear = {
+        "retrieve: index": u["index_cpu"] / u["docs"] * RELEASE_QUERIES,
+        "label": u["label_cpu"] / u["docs"] * RELEASE_QUERIES,
+        "propagate: pair languages": u["links_cpu"] / (2 * u["docs"]) * 2 * OTHER_LANGUAGES * RELEASE_QUERIES,
+        "propagate: carry labels": (carry_once + carry_per_target * OTHER_LANGUAGES) * labels_per_query * RELEASE_QUERIES,
+        "write: BI-139": per_line * release_lines + per_pair * release_pairs,
+        "write: DOCS": u["docs_cpu"] / u["docs"] * RELEASE_QUERIES,
+        "write: splits": u["splits_cpu"] / u["docs"] * RELEASE_QUERIES,
     }
     for stage in ("extract_docs", "extract_sitelinks", "link"):  # per document (sitelinks: per Wikidata line, one per document here)
-        hours[stage] = (bigger["stages"][stage]["cpu_seconds"] / u["docs"] * RELEASE_QUERIES,) * 2
+        linear[stage] = bigger["stages"][stage]["cpu_seconds"] / u["docs"] * RELEASE_QUERIES
+    hours = {name: tuple(seconds * g for g in grow) for name, seconds in linear.items()}
+    hours["retrieve: search"], hours["retrieve: merge"] = search, merge
     rates = {
         "index": f"{u['index_cpu'] / u['docs'] * 1e6:.0f} us a document",
         "search": f"{u['search_cpu'] / u['query_shards'] * 1e6:.0f} us a query and shard",
@@ -389,13 +413,13 @@ def print_report(runs: list[dict], projection: dict, settings: argparse.Namespac
         entry = projection["memory"][stage]
         print(f"| {stage} | " + " | ".join(cells) + f" | {entry['growth_percent']:+.1f}% | {entry['english_mb']:,} |")
     print("driver peak MB: " + ", ".join(f"{max(s['driver_peak_mb'] for s in run['stages'].values()):,.0f}" for run in runs))
-    print("\n| part | core-hours, full release (other languages at 1 to 5 shards) |\n|---|---:|")
-    for part, (low, high) in projection["core_hours"].items():
-        print(f"| {part} | {low:,.1f}" + (f" - {high:,.1f}" if high != low else "") + " |")
-    lows, highs = zip(*projection["core_hours"].values())
-    after = [pair for part, pair in projection["core_hours"].items() if not part.startswith("extract_")]
-    print(f"| **after extraction** | **{sum(p[0] for p in after):,.1f} - {sum(p[1] for p in after):,.1f}** |")
-    print(f"| **total** (extraction from the generator's CirrusSearch dumps) | **{sum(lows):,.0f} - {sum(highs):,.0f}** |")
+    print("\n| part | core-hours: " + " | ".join(SCENARIOS) + " |\n|---|" + "---:|" * len(SCENARIOS))
+    for part, values in projection["core_hours"].items():
+        print(f"| {part} | " + " | ".join(f"{value:,.1f}" for value in values) + " |")
+    after = [values for part, values in projection["core_hours"].items() if not part.startswith("extract_")]
+    print("| **after extraction** | " + " | ".join(f"**{sum(column):,.1f}**" for column in zip(*after)) + " |")
+    columns = zip(*projection["core_hours"].values())
+    print("| **total** (extraction from the generator's CirrusSearch dumps) | " + " | ".join(f"**{sum(column):,.0f}**" for column in columns) + " |")
     print("\nrates at the largest size: " + "; ".join(f"{k} {v}" for k, v in projection["rates"].items()))
 
 
