@@ -14,6 +14,7 @@ classes); one returned document or all scores equal gives label 5.
 from __future__ import annotations
 
 import jenkspy
+import numba
 import numpy as np
 import pyarrow as pa
 
@@ -69,19 +70,93 @@ def label_queries(query: np.ndarray, doc: np.ndarray, score: np.ndarray, first_q
     """Labels of queries ``first_query`` .. ``end_query - 1`` from their hits (rows grouped by query, in rank order).
 
     A query without hits (a title that analyses to no tokens) gets its own article only.
+    The same labels as ``query_labels`` query by query (a test compares them), for a
+    whole block at once: normalising, counting distinct scores, classing and adding
+    the own article are compiled loops over the block's arrays; only jenkspy is
+    called once per query, the work the method cannot do without.
     """
     queries, starts, ends = group_bounds(query)
-    found = dict(zip(queries.tolist(), zip(starts.tolist(), ends.tolist())))
-    out_query, out_doc, out_label = [], [], []
+    if np.any(queries[1:] <= queries[:-1]):
+        raise ValueError("hits must be grouped by query in ascending order")
+    keep = (queries >= first_query) & (queries < end_query)
+    queries, starts, ends = queries[keep], starts[keep].astype(np.int64), ends[keep].astype(np.int64)
+    values = np.ascontiguousarray(score, dtype=np.float64)
+    normalised, distinct = _normalise(values, starts, ends)
+    inner = np.zeros((len(queries), N_CLASSES - 1), np.float64)  # each query's Jenks breaks, less the minimum and maximum
+    for i in np.flatnonzero(distinct >= N_CLASSES).tolist():
+        inner[i] = jenkspy.jenks_breaks(normalised[starts[i] : ends[i]], n_classes=N_CLASSES)[1:-1]
+    out_query, out_doc, out_label = _assemble(
+        np.ascontiguousarray(doc, dtype=np.int32), normalised, distinct, inner, queries.astype(np.int64), starts, ends, first_query, end_query
+    )
+    return pa.table([pa.array(out_query), pa.array(out_doc), pa.array(out_label)], schema=LABELS)
+
+
+@numba.njit(cache=True)
+def _normalise(values, starts, ends):
+    """Each query's scores min-max normalised (as ``class_labels`` does, in float64), and its number of distinct normalised values (0: all equal)."""
+    normalised = np.zeros(values.shape[0], np.float64)
+    distinct = np.zeros(starts.shape[0], np.int64)
+    for i in range(starts.shape[0]):
+        s, e = starts[i], ends[i]
+        low, high = values[s], values[s]
+        for r in range(s, e):
+            low, high = min(low, values[r]), max(high, values[r])
+        if high == low:
+            continue
+        for r in range(s, e):
+            normalised[r] = (values[r] - low) / (high - low)
+        ordered = np.sort(normalised[s:e])
+        count = 1
+        for r in range(1, e - s):
+            count += ordered[r] != ordered[r - 1]
+        distinct[i] = count
+    return normalised, distinct
+
+
+@numba.njit(cache=True)
+def _class(value, ordered, classes):
+    """``class_labels``' label of one normalised value: its rank among ``ordered`` (searchsorted, left) onto 1..5."""
+    rank = 0
+    while rank < ordered.shape[0] and ordered[rank] < value:
+        rank += 1
+    if rank == classes - 1:
+        return N_CLASSES
+    return 1 + (4 * rank) // (classes - 1)
+
+
+@numba.njit(cache=True)
+def _assemble(doc, normalised, distinct, inner, queries, starts, ends, first_query, end_query):
+    """The block's (query, doc, label) rows: each query's hits classed, its own article 6 (appended when not returned)."""
+    rows = 0
+    for i in range(queries.shape[0]):
+        rows += ends[i] - starts[i]
+    rows += end_query - first_query  # at most one own article added a query
+    out_query = np.empty(rows, np.int32)
+    out_doc = np.empty(rows, np.int32)
+    out_label = np.empty(rows, np.int8)
+    at, i = 0, 0
     for q in range(first_query, end_query):
-        start, end = found.get(q, (0, 0))
-        positions, labels = query_labels(doc[start:end], score[start:end], q)
-        out_query.append(np.full(len(positions), q, dtype=np.int32))
-        out_doc.append(positions)
-        out_label.append(labels)
-    if not out_query:
-        return LABELS.empty_table()
-    return pa.table([pa.array(np.concatenate(out_query)), pa.array(np.concatenate(out_doc)), pa.array(np.concatenate(out_label))], schema=LABELS)
+        own_found = False
+        if i < queries.shape[0] and queries[i] == q:
+            s, e = starts[i], ends[i]
+            ordered = inner[i]  # the Jenks breaks; with fewer distinct values than classes, the values themselves
+            if 0 < distinct[i] < N_CLASSES:
+                ordered = np.unique(normalised[s:e])
+            for r in range(s, e):
+                out_query[at], out_doc[at] = q, doc[r]
+                if doc[r] == q:
+                    out_label[at] = OWN_ARTICLE
+                    own_found = True
+                elif distinct[i] == 0:
+                    out_label[at] = N_CLASSES
+                else:
+                    out_label[at] = _class(normalised[r], ordered, min(distinct[i], N_CLASSES))
+                at += 1
+            i += 1
+        if not own_found:
+            out_query[at], out_doc[at], out_label[at] = q, q, OWN_ARTICLE
+            at += 1
+    return out_query[:at], out_doc[:at], out_label[:at]
 
 
 def label_block(work_root: str, plan: LanguagePlan, block: int) -> dict:

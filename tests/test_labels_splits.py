@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from clirmatrix.pipeline.config import ConfigError, resolve
-from clirmatrix.pipeline.labels import class_labels, query_labels
+from clirmatrix.pipeline.labels import class_labels, label_queries, query_labels
 from clirmatrix.pipeline.layout import SPLITS, parse_path, query_file
 from clirmatrix.pipeline.propagation import Labelled, propagate
 from clirmatrix.pipeline.release import QueryText, Results, base_fill, query_groups, release_order, render_lines
@@ -67,6 +67,42 @@ def test_own_article_gets_six_where_it_was_returned_or_is_added():
 def test_query_without_hits_gets_only_its_own_article():
     positions, labels = query_labels(np.zeros(0, np.int32), np.zeros(0, np.float32), own_position=11)
     assert positions.tolist() == [11] and labels.tolist() == [6]
+
+
+def test_a_block_labelled_at_once_equals_each_query_labelled_alone():
+    """``label_queries`` (compiled, a block at a time) against ``query_labels`` query by query, on blocks with every edge case."""
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        first, n = int(rng.integers(0, 50)), int(rng.integers(0, 40))
+        query, doc, score = [], [], []
+        for q in range(first - 3, first + n + 3):  # hits of queries outside the block too, which are not labelled
+            kind = rng.integers(0, 6)
+            hits = 0 if kind == 0 else 1 if kind == 1 else int(rng.integers(2, 101))
+            docs = rng.choice(500, hits, replace=False).astype(np.int32)
+            if hits and rng.random() < 0.5:
+                docs[rng.integers(0, hits)] = q  # the query's own article among its hits
+            values = {2: np.full(hits, 3.5), 3: rng.integers(0, 3, hits) + 1.25, 4: rng.gamma(2.0, 3.0, hits)}.get(int(kind), rng.exponential(4.0, hits))
+            values = np.sort(values.astype(np.float32))[::-1]  # rank order
+            query += [q] * hits
+            doc += docs.tolist()
+            score += values.tolist()
+        query, doc, score = np.array(query, np.int32), np.array(doc, np.int32), np.array(score, np.float32)
+        table = label_queries(query, doc, score, first, first + n)
+        expected_query, expected_doc, expected_label = [], [], []
+        for q in range(first, first + n):
+            mine = query == q
+            positions, labels = query_labels(doc[mine], score[mine], q)
+            expected_query += [q] * len(positions)
+            expected_doc += positions.tolist()
+            expected_label += labels.tolist()
+        assert table.column("query").to_pylist() == expected_query
+        assert table.column("doc").to_pylist() == expected_doc
+        assert table.column("label").to_pylist() == expected_label
+
+
+def test_labelling_refuses_hits_out_of_query_order():
+    with pytest.raises(ValueError, match="ascending"):
+        label_queries(np.array([2, 1], np.int32), np.array([4, 1], np.int32), np.array([3.0, 2.0], np.float32), 0, 3)
 
 
 # --- propagation -----------------------------------------------------------------------------
