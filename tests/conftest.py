@@ -12,6 +12,19 @@ FIXTURES = Path(os.environ.get("CLIRMATRIX_FIXTURES", REPO.parent / "shared" / "
 SAMPLE_LANGS = ("en", "de", "fr", "ru", "ar", "zh", "ja")
 
 
+MAX_TEST_PROCESSES = 4  # each process builds the session's fixtures (sample builds, toy models) again
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: a process per core, at most ``MAX_TEST_PROCESSES``."""
+    return max(1, min(MAX_TEST_PROCESSES, len(os.sched_getaffinity(0))))
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The slow tests first (in their file order), so that with ``--dist load`` they spread over the processes from the start."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def real_fixture(*parts: str) -> Path:
     """A file of the real samples, or a skip saying where it was looked for."""
     path = FIXTURES.joinpath(*parts)

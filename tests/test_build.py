@@ -191,6 +191,7 @@ def test_stats_counted_while_writing_equal_a_count_of_the_files(built, tmp_path)
     assert {p.suffix for p in (out / layout.STATS_DIR).iterdir()} == {".tsv", ".png"}
 
 
+@pytest.mark.slow
 def test_same_inputs_give_byte_identical_output_and_a_rerun_skips_every_stage(built, world8, tmp_path):
     from clirmatrix.beam_jobs.build import STAGES, run_build
 
@@ -206,6 +207,7 @@ def test_same_inputs_give_byte_identical_output_and_a_rerun_skips_every_stage(bu
     assert rerun.skipped == list(STAGES)
 
 
+@pytest.mark.slow
 def test_a_new_seed_reruns_only_what_depends_on_it(world8, built, tmp_path):
     from clirmatrix.beam_jobs.build import run_build
 
@@ -291,6 +293,7 @@ def test_validate_command_exit_codes(built, tmp_path, capsys):
     assert "malformed" in captured.err and "multi8-alignment" in captured.err  # the rules broken, in the table
 
 
+@pytest.mark.slow
 def test_a_killed_build_resumes_and_two_workers_write_the_same_bytes(built, world8, tmp_path, monkeypatch):
     from clirmatrix.beam_jobs.build import run_build
     from clirmatrix.pipeline import release

@@ -83,6 +83,7 @@ def test_a_truncated_wikidata_dump_is_fatal(clean_dumps, tmp_path, capsys):
     assert "latest-all.json.gz: truncated_stream" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_build_killed_while_writing_is_refused_until_it_is_rerun(clean_dumps, tmp_path, capsys):
     out = tmp_path / "out"
     command = [sys.executable, "-m", "clirmatrix.cli", *_build_args(clean_dumps, out)]

@@ -6,6 +6,7 @@ import sys
 import zipfile
 
 import orjson
+import pytest
 from conftest import REPO
 
 
@@ -33,6 +34,7 @@ def test_readme_main_command_uses_the_bundled_sample():
     assert "clirmatrix sample" in command and "clirmatrix build" in command
 
 
+@pytest.mark.slow
 def test_wheel_holds_only_the_clirmatrix_package(tmp_path):
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(REPO)],

@@ -65,6 +65,7 @@ def finished_files(runs):
     return {path: path.stat().st_mtime_ns for pattern in ("*/state.json", "*/best/model.pt", "eval/*.json") for path in runs.glob(pattern)}
 
 
+@pytest.mark.slow
 def test_multi8_writes_tables_7_8_and_7_9_and_a_rerun_only_rewrites_them(toy, tmp_path, capsys):
     release, model = toy
     runs = tmp_path / "runs"
@@ -200,6 +201,7 @@ def test_full_tables_have_every_printed_figure_and_no_other(tmp_path):
     assert bi139_png(bi).startswith(PNG) and single_language_png(bm, mm, MULTI8_LANGUAGES).startswith(PNG)
 
 
+@pytest.mark.slow
 def test_multi8_on_a_sample_build_writes_complete_grids(built, tmp_path, capsys):
     """``clirmatrix build`` output, not the toy: ids, candidates and DOCS as the pipeline writes them."""
     out = tmp_path / "build"  # a copy: training caches its stores inside the data folder, and other tests compare the build's bytes

@@ -78,6 +78,7 @@ def _run_composite(units, transform) -> None:
         assert_that(done, equal_to([unit.name for unit in units] * 2))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("shard_docs", "search_unit_queries"), [(37, 1_000_000), (100, 240), (151, 1)])
 def test_sharded_retrieval_equals_unsharded_bit_for_bit(work_copy, built, shard_docs, search_unit_queries):
     """Shards scored with their language's statistics, searched in groups of query blocks, merged by score then position: exactly one index's top 100."""
@@ -191,6 +192,7 @@ def test_link_label_propagate_composites_write_what_the_build_wrote(work_copy, b
         assert all(ours[path].equals(theirs[path]) for path in ours), folder
 
 
+@pytest.mark.slow
 def test_write_composite_and_count_composite(work_copy, built, tmp_path):
     """WriteRelease (every unit twice) writes the build's released bytes; CountFiles counts them as the build did."""
     from clirmatrix.beam_jobs.label import language_plans
@@ -295,6 +297,7 @@ def test_runners_by_short_name():
     assert pipeline_options([], 2).get_all_options()["runner"] == runners.LOCAL_RUNNER  # no runner named: the local FnApiRunner
 
 
+@pytest.mark.slow
 def test_a_container_runner_gets_the_project_as_a_wheel(tmp_path):
     """Dataflow (and Flink's Docker environment) workers install the project from a wheel built from this tree."""
     import zipfile
@@ -383,7 +386,7 @@ def test_the_build_on_a_dask_cluster_is_byte_identical_and_keeps_no_state(built,
     ran = {worker: count - before.get(worker, 0) for worker, count in _executed(dask_cluster).items()}
     assert len(ran) == 2 and all(count > 0 for count in ran.values()), ran  # the units were spread over both workers
 
-    other, _ = write_sample(tmp_path_factory, ("en", "de", "fr", "ja"), seed=11)
+    other, _ = write_sample(tmp_path_factory, ("en", "de"), seed=11)
     shutil.copytree(other, here / "other")
     _cli_build(here, "other", "out", "--runner", "dask", "--dask_client_address", dask_cluster)
     fresh = tmp_path / "fresh"
@@ -451,10 +454,10 @@ def test_a_build_on_s3_equals_the_local_build(s3_server, tmp_path_factory, tmp_p
     from clirmatrix.beam_jobs.build import STAGES, run_build
 
     client, flags = s3_server
-    dumps, _ = write_sample(tmp_path_factory, ("en", "de", "fr"), seed=3)
+    dumps, _ = write_sample(tmp_path_factory, ("en", "de"), seed=3)
     local = tmp_path / "local"
-    run_build(build_config(dumps, local, multi_langs=("de", "en", "fr")))
-    remote = build_config(dumps, Path("."), multi_langs=("de", "en", "fr"), workers=2)
+    run_build(build_config(dumps, local, multi_langs=("de", "en")))
+    remote = build_config(dumps, Path("."), multi_langs=("de", "en"), workers=2)
     remote = replace(remote, out="s3://clirmatrix-test/out", work="s3://clirmatrix-test/work")
     run_build(remote, flags)
     stored = without_location(_objects(client, "out/"), "s3://clirmatrix-test/out")
