@@ -80,8 +80,7 @@ def label_queries(query: np.ndarray, doc: np.ndarray, score: np.ndarray, first_q
         raise ValueError("hits must be grouped by query in ascending order")
     keep = (queries >= first_query) & (queries < end_query)
     queries, starts, ends = queries[keep], starts[keep].astype(np.int64), ends[keep].astype(np.int64)
-    values = np.ascontiguousarray(score, dtype=np.float64)
-    normalised, distinct = _normalise(values, starts, ends)
+    normalised, distinct = _normalise(np.ascontiguousarray(score), starts, ends)
     inner = np.zeros((len(queries), N_CLASSES - 1), np.float64)  # each query's Jenks breaks, less the minimum and maximum
     for i in np.flatnonzero(distinct >= N_CLASSES).tolist():
         inner[i] = jenkspy.jenks_breaks(normalised[starts[i] : ends[i]], n_classes=N_CLASSES)[1:-1]
@@ -92,19 +91,19 @@ def label_queries(query: np.ndarray, doc: np.ndarray, score: np.ndarray, first_q
 
 
 @numba.njit(cache=True)
-def _normalise(values, starts, ends):
+def _normalise(scores, starts, ends):
     """Each query's scores min-max normalised (as ``class_labels`` does, in float64), and its number of distinct normalised values (0: all equal)."""
-    normalised = np.zeros(values.shape[0], np.float64)
+    normalised = np.zeros(scores.shape[0], np.float64)
     distinct = np.zeros(starts.shape[0], np.int64)
     for i in range(starts.shape[0]):
         s, e = starts[i], ends[i]
-        low, high = values[s], values[s]
+        low, high = np.float64(scores[s]), np.float64(scores[s])
         for r in range(s, e):
-            low, high = min(low, values[r]), max(high, values[r])
+            low, high = min(low, np.float64(scores[r])), max(high, np.float64(scores[r]))
         if high == low:
             continue
         for r in range(s, e):
-            normalised[r] = (values[r] - low) / (high - low)
+            normalised[r] = (np.float64(scores[r]) - low) / (high - low)
         ordered = np.sort(normalised[s:e])
         count = 1
         for r in range(1, e - s):
