@@ -33,21 +33,22 @@ def class_labels(scores: np.ndarray) -> np.ndarray:
     values = np.asarray(scores, dtype=np.float64)
     if values.size == 0:
         return np.zeros(0, dtype=np.int8)
-    low, high = values.min(), values.max()
-    if high == low:
-        return np.full(values.size, N_CLASSES, dtype=np.int8)
-    normalised = (values - low) / (high - low)
-    distinct = np.unique(normalised)
-    if distinct.size < N_CLASSES:
-        rank = np.searchsorted(distinct, normalised)
-        classes = distinct.size
-    else:
-        breaks = np.asarray(jenkspy.jenks_breaks(normalised, n_classes=N_CLASSES), dtype=np.float64)
+    bounds = np.array([0], np.int64), np.array([values.size], np.int64)
+    return _classes(values, *bounds)
+
+
+def _classes(scores: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Labels 1-5 of every row of the queries at ``[starts, ends)`` (non-empty), each query on its own.
+
+    Normalising, counting distinct values and classing are compiled loops over the
+    arrays; only jenkspy is called once per query, the work the method cannot do without.
+    """
+    normalised, distinct = _normalise(np.ascontiguousarray(scores), starts, ends)
+    inner = np.zeros((len(starts), N_CLASSES - 1), np.float64)  # each query's Jenks breaks, less the minimum and maximum
+    for i in np.flatnonzero(distinct >= N_CLASSES).tolist():
         # jenkspy's breaks are data values; class i holds (breaks[i], breaks[i + 1]], the first also its minimum.
-        rank = np.searchsorted(breaks[1:-1], normalised, side="left")
-        classes = N_CLASSES
-    labels = np.where(rank == classes - 1, N_CLASSES, 1 + (4 * rank) // (classes - 1))
-    return labels.astype(np.int8)
+        inner[i] = jenkspy.jenks_breaks(normalised[starts[i] : ends[i]], n_classes=N_CLASSES)[1:-1]
+    return _class_rows(normalised, distinct, inner, starts, ends)
 
 
 def query_labels(positions: np.ndarray, scores: np.ndarray, own_position: int) -> tuple[np.ndarray, np.ndarray]:
@@ -70,29 +71,19 @@ def label_queries(query: np.ndarray, doc: np.ndarray, score: np.ndarray, first_q
     """Labels of queries ``first_query`` .. ``end_query - 1`` from their hits (rows grouped by query, in rank order).
 
     A query without hits (a title that analyses to no tokens) gets its own article only.
-    The same labels as ``query_labels`` query by query (a test compares them), for a
-    whole block at once: normalising, counting distinct scores, classing and adding
-    the own article are compiled loops over the block's arrays; only jenkspy is
-    called once per query, the work the method cannot do without.
+    The same rules as ``query_labels``, for a whole block at once (a test compares them).
     """
-    queries, starts, ends = group_bounds(query)
-    if np.any(queries[1:] <= queries[:-1]):
-        raise ValueError("hits must be grouped by query in ascending order")
+    queries, starts, ends = group_bounds(query, "hits")
     keep = (queries >= first_query) & (queries < end_query)
-    queries, starts, ends = queries[keep], starts[keep].astype(np.int64), ends[keep].astype(np.int64)
-    normalised, distinct = _normalise(np.ascontiguousarray(score), starts, ends)
-    inner = np.zeros((len(queries), N_CLASSES - 1), np.float64)  # each query's Jenks breaks, less the minimum and maximum
-    for i in np.flatnonzero(distinct >= N_CLASSES).tolist():
-        inner[i] = jenkspy.jenks_breaks(normalised[starts[i] : ends[i]], n_classes=N_CLASSES)[1:-1]
-    out_query, out_doc, out_label = _assemble(
-        np.ascontiguousarray(doc, dtype=np.int32), normalised, distinct, inner, queries.astype(np.int64), starts, ends, first_query, end_query
-    )
+    queries, starts, ends = queries[keep].astype(np.int64), starts[keep].astype(np.int64), ends[keep].astype(np.int64)
+    labels = _classes(score, starts, ends)
+    out_query, out_doc, out_label = _assemble(np.ascontiguousarray(doc, dtype=np.int32), labels, queries, starts, ends, first_query, end_query)
     return pa.table([pa.array(out_query), pa.array(out_doc), pa.array(out_label)], schema=LABELS)
 
 
 @numba.njit(cache=True)
 def _normalise(scores, starts, ends):
-    """Each query's scores min-max normalised (as ``class_labels`` does, in float64), and its number of distinct normalised values (0: all equal)."""
+    """Each query's scores min-max normalised in float64, and its number of distinct normalised values (0: all equal)."""
     normalised = np.zeros(scores.shape[0], np.float64)
     distinct = np.zeros(starts.shape[0], np.int64)
     for i in range(starts.shape[0]):
@@ -113,19 +104,29 @@ def _normalise(scores, starts, ends):
 
 
 @numba.njit(cache=True)
-def _class(value, ordered, classes):
-    """``class_labels``' label of one normalised value: its rank among ``ordered`` (searchsorted, left) onto 1..5."""
-    rank = 0
-    while rank < ordered.shape[0] and ordered[rank] < value:
-        rank += 1
-    if rank == classes - 1:
-        return N_CLASSES
-    return 1 + (4 * rank) // (classes - 1)
+def _class_rows(normalised, distinct, inner, starts, ends):
+    """Each row's label: its rank among the query's Jenks breaks (or, with fewer distinct values than classes, among those values) onto 1..5."""
+    labels = np.empty(normalised.shape[0], np.int8)
+    for i in range(starts.shape[0]):
+        s, e = starts[i], ends[i]
+        if distinct[i] == 0:  # all scores equal (or one): the top class
+            labels[s:e] = N_CLASSES
+            continue
+        ordered = inner[i]
+        if distinct[i] < N_CLASSES:
+            ordered = np.unique(normalised[s:e])
+        classes = min(distinct[i], N_CLASSES)
+        for r in range(s, e):
+            rank = 0  # searchsorted, left
+            while rank < ordered.shape[0] and ordered[rank] < normalised[r]:
+                rank += 1
+            labels[r] = N_CLASSES if rank == classes - 1 else 1 + (4 * rank) // (classes - 1)
+    return labels
 
 
 @numba.njit(cache=True)
-def _assemble(doc, normalised, distinct, inner, queries, starts, ends, first_query, end_query):
-    """The block's (query, doc, label) rows: each query's hits classed, its own article 6 (appended when not returned)."""
+def _assemble(doc, labels, queries, starts, ends, first_query, end_query):
+    """The block's (query, doc, label) rows: each query's hits as classed, its own article 6 (appended when not returned)."""
     rows = 0
     for i in range(queries.shape[0]):
         rows += ends[i] - starts[i]
@@ -137,19 +138,10 @@ def _assemble(doc, normalised, distinct, inner, queries, starts, ends, first_que
     for q in range(first_query, end_query):
         own_found = False
         if i < queries.shape[0] and queries[i] == q:
-            s, e = starts[i], ends[i]
-            ordered = inner[i]  # the Jenks breaks; with fewer distinct values than classes, the values themselves
-            if 0 < distinct[i] < N_CLASSES:
-                ordered = np.unique(normalised[s:e])
-            for r in range(s, e):
+            for r in range(starts[i], ends[i]):
                 out_query[at], out_doc[at] = q, doc[r]
-                if doc[r] == q:
-                    out_label[at] = OWN_ARTICLE
-                    own_found = True
-                elif distinct[i] == 0:
-                    out_label[at] = N_CLASSES
-                else:
-                    out_label[at] = _class(normalised[r], ordered, min(distinct[i], N_CLASSES))
+                own_found |= doc[r] == q
+                out_label[at] = OWN_ARTICLE if doc[r] == q else labels[r]
                 at += 1
             i += 1
         if not own_found:

@@ -80,14 +80,17 @@ def propagate(labels: Labelled, x_to_y: np.ndarray) -> Labelled:
     return Labelled(query[first], doc[first], label[first])
 
 
-def group_bounds(query: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(queries, start, end) of the runs of equal values in a sorted query column."""
+def group_bounds(query: np.ndarray, source: str = "rows") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(queries, start, end) of the runs of equal values in a sorted query column; a ValueError naming ``source`` if it is not sorted."""
     if len(query) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
     starts = np.flatnonzero(np.r_[True, query[1:] != query[:-1]])
     ends = np.r_[starts[1:], len(query)]
-    return query[starts], starts, ends
+    queries = query[starts]
+    if np.any(queries[1:] < queries[:-1]):
+        raise ValueError(f"{source}: not grouped by query in ascending order")
+    return queries, starts, ends
 
 
 def doc_links(src_entities: np.ndarray, tgt_entities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -34,6 +34,7 @@ from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_SEED, DEFAULT_
 from clirmatrix.pipeline.corpus import WorkDirs, iter_catalog
 from clirmatrix.pipeline.layout import EVAL_SPLITS, SPLITS
 from clirmatrix.pipeline.parquet_io import ParquetSink, read_table, write_table
+from clirmatrix.pipeline.propagation import group_bounds
 from clirmatrix.schemas import EVAL_PICKS, PROPAGATED, QUERY_SPLITS
 
 TRAIN = SPLITS.index("train")
@@ -128,11 +129,7 @@ def direction_queries(work: WorkDirs, src: str, tgt: str, blocks: int) -> np.nda
     parts = []
     for block in range(blocks):
         path = work.propagated_file(src, tgt, block)
-        query = read_table([path], PROPAGATED, ["query"]).column("query").to_numpy()
-        steps = query[1:] != query[:-1]
-        if np.any(query[1:][steps] < query[:-1][steps]):
-            raise ValueError(f"{path}: rows are not grouped by query in ascending order")
-        parts.append(query[np.r_[True, steps]] if len(query) else query)
+        parts.append(group_bounds(read_table([path], PROPAGATED, ["query"]).column("query").to_numpy(), path)[0].astype(np.int32))
     return np.concatenate(parts) if parts else np.zeros(0, np.int32)
 
 
