@@ -2,8 +2,8 @@
 
 A unit of work is a range of about ``--split-mb`` compressed MB of a big dump, or a
 whole small one (docs/scale.md#big-files): a bz2 XML dump is cut at bz2 block
-boundaries; an Enterprise HTML tar.gz is first indexed (one pass that only inflates,
-``IndexDumps``) and cut at the index's checkpoints; CirrusSearch dumps are read whole
+boundaries; an Enterprise HTML tar.gz is first indexed (in parts that only inflate,
+``IndexDumpParts``, joined by ``JoinDumpIndexes``) and cut at the index's checkpoints; CirrusSearch dumps are read whole
 (their action/document pairs must stay together). Each unit truncates every article
 it owns (docs/method.md section 2) and streams it into
 ``{out}/{lang}/{NNNNN}-{dump name}.parquet``, in dump order, so the result depends on
@@ -32,7 +32,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from clirmatrix.beam_jobs import common
-from clirmatrix.pipeline import bz2_ranges, fileio, gzip_ranges
+from clirmatrix.pipeline import bz2_ranges, fileio, gzip_parts, gzip_ranges
 from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, DamagedInputError, FileReport, check_bad_fraction
 from clirmatrix.pipeline.bz2_ranges import BlockRange
 from clirmatrix.pipeline.config import DEFAULT_MIN_DOCS, DEFAULT_SPLIT_BYTES, DEFAULT_SPLIT_MB, comma_list
@@ -54,6 +54,10 @@ DUPLICATE_ID = "duplicate_id"
 # page faults, 5-10% more CPU, 1.8x the peak memory of a worker).
 ROWS_PER_GROUP = 2_000
 INDEX_FOLDER = "_index"  # the tar.gz dumps' seek indexes, inside the stage folder
+PARTS_FOLDER = "parts"  # inside it: each part's index, until the join
+# An index part reads as many compressed bytes as this many ranges: 512 MB at the default
+# --split-mb, ~10 s of one core (the join then decodes ~100 KB a part again).
+INDEX_PART_SPLITS = 4
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,11 @@ def index_spacing(split_bytes: int) -> int:
     return max(gzip_ranges.MIN_SPACING, min(gzip_ranges.DEFAULT_SPACING, split_bytes // 2))
 
 
+def index_part_bytes(split_bytes: int) -> int:
+    """Compressed bytes a part of an index reads: ``INDEX_PART_SPLITS`` ranges."""
+    return INDEX_PART_SPLITS * split_bytes
+
+
 def plan_units(dumps: dict[str, list[DumpFile]], split_bytes: int, out_dir: str = "") -> list[DocsUnit]:
     """Every language's units in dump order: whole files, bz2 XML dumps in ranges of ~``split_bytes`` compressed bytes,
     and Enterprise HTML dumps in ranges of their tar members cut at the checkpoints of their indexes (built first).
@@ -133,27 +142,71 @@ def plan_units(dumps: dict[str, list[DumpFile]], split_bytes: int, out_dir: str 
     return units
 
 
-class IndexGzipDump(common.StorageDoFn):
-    """One tar.gz dump -> its seek index (one pass that only inflates); reports a damaged file instead of raising."""
+class IndexGzipPart(common.StorageDoFn):
+    """One part of a tar.gz dump -> that part's index (``gzip_parts.index_part``); reports a damaged file instead of raising."""
 
-    def __init__(self, out_dir: str, spacing: int, beam_args: Sequence[str] = ()) -> None:
+    def __init__(self, out_dir: str, spacing: int, part_bytes: int, beam_args: Sequence[str] = ()) -> None:
         super().__init__(beam_args)
-        self.out_dir = out_dir
-        self.spacing = spacing
+        self.out_dir, self.spacing, self.part_bytes = out_dir, spacing, part_bytes
 
-    def process(self, dump: DumpFile) -> Iterator[str]:
-        name = fileio.basename(dump.path)
-        common.write_report(fileio.join(self.out_dir, INDEX_FOLDER), name, build_dump_index(dump, self.out_dir, self.spacing))
+    def process(self, unit: tuple[DumpFile, int]) -> Iterator[str]:
+        dump, number = unit
+        name = f"{fileio.basename(dump.path)}.{number:05d}"
+        common.write_report(fileio.join(self.out_dir, INDEX_FOLDER, PARTS_FOLDER), name, index_dump_part(dump, self.out_dir, self.spacing, self.part_bytes, number))
         yield name
 
 
-def build_dump_index(dump: DumpFile, out_dir: str, spacing: int) -> dict:
-    """Index one tar.gz dump into ``index_path``; returns the unit's report, with ``error`` for a damaged file."""
+class JoinGzipIndex(common.StorageDoFn):
+    """A tar.gz dump's parts -> its seek index (``gzip_parts.join_parts``); reports a damaged file instead of raising."""
+
+    def __init__(self, out_dir: str, spacing: int, part_bytes: int, beam_args: Sequence[str] = ()) -> None:
+        super().__init__(beam_args)
+        self.out_dir, self.spacing, self.part_bytes = out_dir, spacing, part_bytes
+
+    def process(self, dump: DumpFile) -> Iterator[str]:
+        name = fileio.basename(dump.path)
+        common.write_report(fileio.join(self.out_dir, INDEX_FOLDER), name, join_dump_index(dump, self.out_dir, self.spacing, self.part_bytes))
+        yield name
+
+
+def part_path(out_dir: str, dump: DumpFile, spacing: int, part_bytes: int, number: int) -> str:
+    """Where one part's index waits for the join."""
+    return fileio.join(out_dir, INDEX_FOLDER, PARTS_FOLDER, f"{fileio.basename(dump.path)}.{spacing}.{part_bytes}.{number:05d}.gzp")
+
+
+def index_dump_part(dump: DumpFile, out_dir: str, spacing: int, part_bytes: int, number: int) -> dict:
+    """Index one part of a dump into ``part_path``; returns the unit's report, with ``error`` for a damaged file."""
+    report: dict = {"file": dump.path, "part": number}
+    started = time.perf_counter()
+    try:
+        part = gzip_parts.index_part(lambda: fileio.open_raw(dump.path), dump.path, number, part_bytes, spacing)
+        fileio.write_bytes(part_path(out_dir, dump, spacing, part_bytes, number), part.to_bytes())
+        report.update(empty=part.empty, decoded=part.length, head=part.head)
+    except gzip_ranges.GzipStreamError as error:
+        report.update(error=str(error))
+    report["seconds"] = round(time.perf_counter() - started, 3)
+    return report
+
+
+def join_dump_index(dump: DumpFile, out_dir: str, spacing: int, part_bytes: int) -> dict:
+    """Join one dump's parts into ``index_path``; returns the unit's report, with ``error`` for a damaged file.
+
+    Parts that do not join (a false block start: never seen, but not impossible) are
+    reported, and the dump is indexed in one pass instead (``gzip_ranges.build_index``).
+    """
     report: dict = {"file": dump.path}
     started = time.perf_counter()
     try:
         with fileio.open_raw(dump.path) as raw:
-            index = gzip_ranges.build_index(raw, dump.path, spacing, tar=True)
+            count = gzip_parts.plan_parts(fileio.size_of(dump.path), part_bytes)
+            parts = [gzip_parts.IndexPart.from_bytes(fileio.read_bytes(part_path(out_dir, dump, spacing, part_bytes, n)), dump.path) for n in range(count)]
+            try:
+                index, joined = gzip_parts.join_parts(raw, dump.path, parts, spacing, tar=True)
+                report.update(joined)
+            except gzip_parts.PartsMismatchError as error:
+                LOG.warning("%s: its index parts do not join (%s); indexing it in one pass", dump.path, error)
+                report["one_pass"] = str(error)
+                index = gzip_ranges.build_index(raw, dump.path, spacing, tar=True)
         fileio.write_bytes(index_path(out_dir, dump, spacing), index.to_bytes())
         report.update(checkpoints=len(index.checkpoints), members=len(index.members), uncompressed=index.uncompressed_size)
     except (gzip_ranges.GzipStreamError, gzip_ranges.NotATarError) as error:
@@ -163,15 +216,22 @@ def build_dump_index(dump: DumpFile, out_dir: str, spacing: int) -> dict:
 
 
 def index_dumps(dumps: dict[str, list[DumpFile]], out_dir: str, split_bytes: int, beam_args: Sequence[str], workers: int | None) -> None:
-    """Index every Enterprise HTML dump (one unit each, before the stage's other units); a damaged one stops the stage."""
+    """Index every Enterprise HTML dump before the stage's other units: its parts in parallel, then a join a dump; a damaged one stops the stage."""
     html = [dump for lang in sorted(dumps) for dump in dumps[lang] if dump.kind == HTML]
     if not html:
         return
-    spacing = index_spacing(split_bytes)
-    common.run_stage("IndexDumps", html, beam.ParDo(IndexGzipDump(out_dir, spacing, beam_args)), beam_args, workers)
-    failed = [report["error"] for report in common.read_reports(fileio.join(out_dir, INDEX_FOLDER)) if "error" in report]
+    spacing, part_bytes = index_spacing(split_bytes), index_part_bytes(split_bytes)
+    parts = [(dump, number) for dump in html for number in range(gzip_parts.plan_parts(fileio.size_of(dump.path), part_bytes))]
+    common.run_stage("IndexDumpParts", parts, beam.ParDo(IndexGzipPart(out_dir, spacing, part_bytes, beam_args)), beam_args, workers)
+    _raise_damaged(common.read_reports(fileio.join(out_dir, INDEX_FOLDER, PARTS_FOLDER)))
+    common.run_stage("JoinDumpIndexes", html, beam.ParDo(JoinGzipIndex(out_dir, spacing, part_bytes, beam_args)), beam_args, workers)
+    _raise_damaged(common.read_reports(fileio.join(out_dir, INDEX_FOLDER)))
+
+
+def _raise_damaged(reports: list[dict]) -> None:
+    failed = sorted({report["error"] for report in reports if "error" in report})
     if failed:
-        raise DamagedInputError("input that cannot be read to its end; nothing was built from it. Download it again:\n" + "\n".join("    " + line for line in sorted(failed)))
+        raise DamagedInputError("input that cannot be read to its end; nothing was built from it. Download it again:\n" + "\n".join("    " + line for line in failed))
 
 
 def output_path(out_dir: str, unit: DocsUnit) -> str:

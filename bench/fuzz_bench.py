@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clirmatrix.beam_jobs import extract_docs
-from clirmatrix.pipeline import bz2_ranges, fileio
+from clirmatrix.pipeline import bz2_ranges, fileio, gzip_parts
 from clirmatrix.pipeline.badinput import DamagedInputError, FileReport, TooManyBadRecords, check_bad_fraction
 from clirmatrix.pipeline.dumps import CIRRUS, HTML, XML, DumpFile
 from clirmatrix.pipeline.errors import InputError
@@ -158,7 +158,12 @@ def read_counts(item: Input, path: Path) -> FileReport:
     work = str(path.parent / "_work")
     fileio.remove_tree(work)
     if item.kind == HTML:
-        index = extract_docs.build_dump_index(dump, work, extract_docs.index_spacing(SPLIT_BYTES))
+        spacing, part_bytes = extract_docs.index_spacing(SPLIT_BYTES), extract_docs.index_part_bytes(SPLIT_BYTES)
+        for number in range(gzip_parts.plan_parts(path.stat().st_size, part_bytes)):  # the stage's units, in this process
+            part = extract_docs.index_dump_part(dump, work, spacing, part_bytes, number)
+            if "error" in part:
+                raise DamagedInputError(part["error"])
+        index = extract_docs.join_dump_index(dump, work, spacing, part_bytes)
         if "error" in index:
             raise DamagedInputError(index["error"])
     reports, parts = [], []
@@ -185,6 +190,7 @@ def run_case(item: Input, mutation: str, rng: random.Random, work: Path, baselin
     data, damage, removed = mutate(item.path.read_bytes(), item.path, mutation, rng)
     target = work / item.path.name
     target.write_bytes(data)
+
     def outcome(verdict: str, detail: str) -> Outcome:
         return Outcome(item.name, mutation, damage, verdict, detail)
 

@@ -159,6 +159,7 @@ class _Decoder:
         self.wrapped = True  # decoding a gzip member with its header and trailer (False: raw, from a checkpoint)
         self.bits = 0
         self.members = 0
+        self.trailer = b""  # a raw decode's last member trailer (``_member_end``)
         self.reader: concurrent.futures.ThreadPoolExecutor | None = None
         self.ahead: concurrent.futures.Future | None = None
         self.ahead_offset = -1
@@ -298,6 +299,7 @@ class _Decoder:
             if len(trailer) < 8:
                 raise GzipStreamError(self.path, TRUNCATED_STREAM, f"the gzip stream is cut short in a member's trailer at compressed byte {self.in_pos:,}: download it again")
             self._skip(8)
+            self.trailer = trailer  # the member's CRC-32 and length, for whoever decoded its start (zlib checked neither)
         following = self._peek(2)
         if not following:
             return self.END

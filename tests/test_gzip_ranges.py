@@ -170,11 +170,16 @@ def test_a_file_changed_after_indexing_fails_the_unit_that_reads_it():
     assert caught.value.kind == CORRUPT_STREAM
 
 
-def test_plain_multi_member_gzip_is_one_member_read_across_gzip_members():
+def _three_members() -> tuple[list[bytes], bytes, list[bytes], bytes]:
+    """NDJSON lines, their bytes, those bytes in thirds, and the thirds gzipped one after another (three gzip members)."""
     lines = _lines(7, 80)
     data = b"".join(lines)
     thirds = [data[: len(data) // 3], data[len(data) // 3 : 2 * len(data) // 3], data[2 * len(data) // 3 :]]
-    raw = b"".join(gzip.compress(part, 6) for part in thirds)
+    return lines, data, thirds, b"".join(gzip.compress(part, 6) for part in thirds)
+
+
+def test_plain_multi_member_gzip_is_one_member_read_across_gzip_members():
+    lines, data, thirds, raw = _three_members()
     index = gzip_ranges.build_index(io.BytesIO(raw), "pages.ndjson.gz", spacing=SPACING)
     assert index.gzip_members == 3 and [(m.name, m.offset, m.size, m.lines) for m in index.members] == [("", 0, len(data), len(lines))]
     truth, offset = [], 0
