@@ -56,7 +56,7 @@ ROWS_PER_GROUP = 2_000
 INDEX_FOLDER = "_index"  # the tar.gz dumps' seek indexes, inside the stage folder
 PARTS_FOLDER = "parts"  # inside it: each part's index, until the join
 # An index part reads as many compressed bytes as this many ranges: 512 MB at the default
-# --split-mb, ~10 s of one core (the join then decodes ~100 KB a part again).
+# --split-mb, ~12 s of one core (the join then decodes its first 50-80 MB of output again).
 INDEX_PART_SPLITS = 4
 
 

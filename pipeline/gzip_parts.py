@@ -284,17 +284,17 @@ class _Pieces:
             raise RuntimeError(f"offset {offset} is already counted")
         bisect.insort(self.cuts, offset)
 
-    def feed(self, data: memoryview, offset: int) -> None:
-        """Count ``data``, which starts at ``offset`` (at or before ``self.at``: the bytes already counted are skipped)."""
-        position = self.at - offset
-        while position < len(data):
-            stop = len(data)
-            if self.cuts and self.cuts[0] - offset < stop:
-                stop = max(position, self.cuts[0] - offset)
-            self.crc = isal_zlib.crc32(data[position:stop], self.crc)
-            self.newlines += data[position:stop].tobytes().count(b"\n") if stop > position else 0
-            self.at = offset + stop
-            position = stop
+    def feed(self, buffer: bytearray, start: int, end: int, offset: int) -> None:
+        """Count ``buffer[start:end]``, the bytes from stream offset ``offset`` on (``self.at``, the first not counted)."""
+        view = memoryview(buffer)
+        while start < end:
+            stop = end
+            if self.cuts and self.cuts[0] - offset < stop - start:
+                stop = start + max(0, self.cuts[0] - offset)
+            self.crc = isal_zlib.crc32(view[start:stop], self.crc)
+            self.newlines += buffer.count(b"\n", start, stop)
+            offset += stop - start
+            self.at, start = offset, stop
             self._close_due()
 
     def _close_due(self) -> None:
@@ -327,7 +327,7 @@ def _tar_blocks(data: bytes | bytearray, size: int, base: int, low: int, high: i
     """Tar headers in ``data[:size]`` (stream bytes from ``base``) starting in ``[low, high)``, each with the bytes ``KEPT_AROUND`` it."""
     search = max(0, low - base + 257)
     while True:
-        q = data.find(b"ustar", search, size)
+        q = data.find(b"ustar", search, size)  # (two searches, for "ustar\0" and "ustar ", took twice as long on HTML)
         if q < 0:
             return
         at = base + q - 257
@@ -493,7 +493,7 @@ class _PartRun:
         if self.count_until is not None:
             until = min(until, self.count_until)
         if until > self.pieces.at:
-            self.pieces.feed(memoryview(self.buffer)[self.pieces.at - self.base : until - self.base], self.pieces.at)
+            self.pieces.feed(self.buffer, self.pieces.at - self.base, until - self.base, self.pieces.at)
 
     def _make_room(self) -> None:
         """Drop counted bytes, keeping a window (and what tar headers still to be found need); grow when that frees too little."""
