@@ -8,7 +8,7 @@ and no extraction) and indexed once; the index is stored as the count step store
 shard's. Then, on that index and the first ``--queries`` titles of the catalog, with
 k = 100 and the default BM25 settings, interleaved round by round:
 
-- **floor**: the search kernel alone (``_search_pruned``) over the queries already
+- **floor**: the search kernels alone (``search_kernels``: merged or pruned) over the queries already
   analysed into term ids and counts (flat arrays), ``_QUERIES_PER_CALL`` a call;
 - **ours**: the stage's search path exactly as ``retrieval.search`` runs it after its
   index is loaded (``retrieval.search_blocks``): titles read from the catalog in
@@ -179,12 +179,12 @@ def prepare_floor(engine, titles: Sequence[str], k: int) -> tuple:
 
 def kernel_pass(engine, prepared: tuple) -> float:
     """CPU seconds of one pass of the kernel over prepared queries (``prepare_floor``)."""
-    from clirmatrix.pipeline.engines.embedded import _search_pruned
+    from clirmatrix.pipeline.engines.embedded import choose_merged, search_kernels
 
     calls, index, k = prepared
     started = time.process_time()
     for q_ptr, q_terms, q_counts, n, out_pos, out_scores, out_len, _ in calls:
-        _search_pruned(q_ptr, q_terms, q_counts, 0, n, k, *index, out_pos, out_scores, out_len)
+        search_kernels(q_ptr, q_terms, q_counts, choose_merged(q_ptr, q_terms, index, engine.size), 0, n, k, index, out_pos, out_scores, out_len)
     return time.process_time() - started
 
 
@@ -245,7 +245,7 @@ def child(root: Path, n_docs: int, queries: int) -> None:
 def old_split_round(work: WorkDirs, settings, plan: LanguagePlan, engine, path: str) -> dict[str, float]:
     """The parts of ``old_round`` timed apart, each made of 91f059b's own lines (``EmbeddedEngine._search_batch``, ``hits_table``)."""
     from clirmatrix.pipeline.engines.base import Hits
-    from clirmatrix.pipeline.engines.embedded import _QUERIES_PER_CALL, _search_pruned
+    from clirmatrix.pipeline.engines.embedded import _QUERIES_PER_CALL, choose_merged, search_kernels
 
     clock = time.process_time
     k = min(settings.k, engine.size)
@@ -268,7 +268,7 @@ def old_split_round(work: WorkDirs, settings, plan: LanguagePlan, engine, path: 
     outputs = []
     for q_ptr, q_terms, q_counts, n in calls:
         out_pos, out_scores, out_len = np.empty((n, k), dtype=np.int32), np.empty((n, k), dtype=np.float32), np.zeros(n, dtype=np.int32)
-        _search_pruned(q_ptr, q_terms, q_counts, 0, n, k, *index, out_pos, out_scores, out_len)
+        search_kernels(q_ptr, q_terms, q_counts, choose_merged(q_ptr, q_terms, index, engine.size), 0, n, k, index, out_pos, out_scores, out_len)
         outputs.append((n, out_pos, out_scores, out_len))
     t3 = clock()
     hits = [Hits(out_pos[i, : out_len[i]].copy(), out_scores[i, : out_len[i]].copy()) for n, out_pos, out_scores, out_len in outputs for i in range(n)]
@@ -418,8 +418,7 @@ def report(results: list[dict]) -> None:
     print("|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in results:
         old = (cell(r["old"]["us_per_query"]), ratio_cell(r["old_over_ours"]), str(r["identical_to_old"])) if "old" in r else ("-", "-", "-")
-        print(f"| {r['docs']:,} | {r['queries']:,} | {cell(r['floor']['us_per_query'])} | {cell(r['ours']['us_per_query'])} | "
-              f"{ratio_cell(r['ours_over_floor'])} | {old[0]} | {old[1]} | {old[2]} |")
+        print(f"| {r['docs']:,} | {r['queries']:,} | {cell(r['floor']['us_per_query'])} | {cell(r['ours']['us_per_query'])} | {ratio_cell(r['ours_over_floor'])} | {old[0]} | {old[1]} | {old[2]} |")
     for r in results:
         for key, name in (("split_us_per_query", "ours"), ("old_split_us_per_query", "old code")):
             if key in r:

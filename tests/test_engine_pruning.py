@@ -1,4 +1,4 @@
-"""The embedded engine's pruned search against its exhaustive oracle, and the packed postings.
+"""The embedded engine's pruned and merged searches against its exhaustive oracle, and the packed postings.
 
 Pruning (block-max MaxScore) must change nothing a user can see: the same top k, the
 same float32 scores to the bit, the same tie order, for both field combinations, every
@@ -16,11 +16,25 @@ import random
 import numpy as np
 import pytest
 
+from clirmatrix.pipeline.engines import embedded
 from clirmatrix.pipeline.engines.analyzers import analyzer_named
 from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.engines.embedded import BLOCK, FLOOR_K, EmbeddedEngine, Postings
 
 COMBINES = ("best_fields", "most_fields")
+
+
+INDEX_ONLY = {"test_packed_postings_round_trip_extreme_gaps_and_frequencies", "test_postings_pack_to_under_two_and_a_half_bytes_on_a_zipfian_corpus"}
+INDEX_ONLY |= {"test_each_terms_floor_is_the_kth_best_value_of_its_list"}
+
+
+@pytest.fixture(autouse=True, params=["pruned", "merged"])
+def kernel(request, monkeypatch) -> str:
+    """Every search test with each kernel: all queries pruned, and all merged (every posting decoded and summed)."""
+    if request.param == "merged" and request.node.originalname in INDEX_ONLY:
+        pytest.skip("searches nothing")
+    monkeypatch.setattr(embedded, "MERGE_DENSITY", -1.0 if request.param == "pruned" else float("inf"))
+    return request.param
 
 
 def build(docs: list[tuple[str, str]], analyzer: str = "plain", combine: str = "best_fields") -> EmbeddedEngine:
@@ -31,10 +45,7 @@ def build(docs: list[tuple[str, str]], analyzer: str = "plain", combine: str = "
 
 def zipf_docs(rng: random.Random, words: list[str], n: int, title_words: int = 4, text_words: int = 60) -> list[tuple[str, str]]:
     weights = [1 / (i + 1) for i in range(len(words))]
-    return [
-        (" ".join(rng.choices(words, weights, k=rng.randint(0, title_words))), " ".join(rng.choices(words, weights, k=rng.randint(0, text_words))))
-        for _ in range(n)
-    ]
+    return [(" ".join(rng.choices(words, weights, k=rng.randint(0, title_words))), " ".join(rng.choices(words, weights, k=rng.randint(0, text_words)))) for _ in range(n)]
 
 
 def assert_same_as_oracle(engine: EmbeddedEngine, queries: list[str], ks: tuple[int, ...] = (1, 10, 100)) -> None:
@@ -199,3 +210,17 @@ def test_title_signatures_rule_out_only_absent_terms_even_where_terms_share_a_bi
         expected = [functools.reduce(operator.or_, (bit[word] for word in title.split()), 0) for title, _ in docs]
         assert engine.postings.signatures().tolist() == expected
         assert_same_as_oracle(engine, queries)
+
+
+def test_the_engine_mixes_the_kernels_by_postings_and_still_equals_the_oracle(kernel, monkeypatch):
+    if kernel != "pruned":
+        pytest.skip("the density is set here: one run")
+    rng = random.Random(21)
+    words = [f"w{i}" for i in range(400)]
+    engine = build(zipf_docs(rng, words, 3_000))
+    queries = [" ".join(rng.choices(words[:5] if i % 3 == 0 else words[50:], k=rng.randint(1, 4))) for i in range(300)]  # common words or rare
+    monkeypatch.setattr(embedded, "MERGE_DENSITY", 0.05)
+    q_ptr, q_terms, _ = engine.query_arrays(queries)
+    merged = embedded.choose_merged(q_ptr, q_terms, engine._kernel_index(), engine.size)
+    assert 0.2 < merged.mean() < 0.9  # both kernels run
+    assert_same_as_oracle(engine, queries)

@@ -85,6 +85,12 @@ NO_MORE = np.int32(np.iinfo(np.int32).max)  # a cursor past its last posting
 FLOOR_K = 100  # each term keeps the score that this many documents of its list reach: a floor for the k-th hit of any query with it, k <= FLOOR_K
 UP = 1.0 + 1e-12  # raises a double sum of upper bounds past any reordering error of the sum it bounds
 FIELDS = ("title", "text")  # field 0 and field 1 of every two-row array
+# A query with at most this many postings per document of the index (both fields, all its
+# terms) decodes them all and sums them (``_search_merged``): on titles whose lists are
+# all short, pruning saves less than it costs. Measured on generator titles at 400k
+# documents (docs/benchmarks.md, 2026-11-26, fifth session): merged 1.3-1.7x faster up to
+# ~7,000 postings (0.0175 a document), slower past ~10,000.
+MERGE_DENSITY = 0.0175
 _MIN_QUERIES_PER_TASK = 64
 _QUERIES_PER_CALL = 10_000  # bounds the (queries x k) result buffers; the retrieve stage's batch (retrieval.QUERY_BATCH) in one call
 _ANALYZE_DOCS = 2_000  # documents whose tokens are held as strings at once while indexing
@@ -640,9 +646,11 @@ class EmbeddedEngine:
         out_scores = np.empty((n, k), dtype=np.float32)
         out_len = np.zeros(n, dtype=np.int32)
 
+        merged = choose_merged(q_ptr, q_terms, index, self.size)
+
         def run(lo: int, hi: int) -> None:
             if not exhaustive:
-                _search_pruned(q_ptr, q_terms, q_counts, lo, hi, k, *index, out_pos, out_scores, out_len)
+                search_kernels(q_ptr, q_terms, q_counts, merged, lo, hi, k, index, out_pos, out_scores, out_len)
                 return
             scratch = self._take_scratch()
             try:
@@ -688,6 +696,17 @@ class EmbeddedEngine:
         except queue.Empty:
             n = self.size
             return (np.zeros(n), np.zeros(n), np.zeros(n, np.bool_), np.empty(n, np.int32))
+
+
+def choose_merged(q_ptr: np.ndarray, q_terms: np.ndarray, index: tuple, size: int) -> np.ndarray:
+    """Per query, whether ``search_kernels`` decodes all its postings (few: ``MERGE_DENSITY``) rather than pruning."""
+    return _choose_merged(q_ptr, q_terms, index[0], MERGE_DENSITY * size)
+
+
+def search_kernels(q_ptr, q_terms, q_counts, merged, lo: int, hi: int, k: int, index: tuple, out_pos, out_scores, out_len) -> None:
+    """Queries ``lo:hi`` into the result rows: those ``merged`` by ``_search_merged``, the others by the pruned kernel."""
+    _search_merged(q_ptr, q_terms, q_counts, merged, lo, hi, k, *index, out_pos, out_scores, out_len)
+    _search_pruned(q_ptr, q_terms, q_counts, merged, lo, hi, k, *index, out_pos, out_scores, out_len)
 
 
 # ---- ranking ---------------------------------------------------------------------------
@@ -829,6 +848,110 @@ def _search_exhaustive(
             acc_x[d] = 0.0
             seen[d] = False
             size = _offer(heap_s, heap_d, size, k, score, d)
+        _drain(heap_s, heap_d, size, q, out_pos, out_scores, out_len)
+
+
+# ---- short lists: every posting, merged ------------------------------------------------
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _query_postings(q, q_ptr, q_terms, indptr):
+    """Postings of query ``q``'s terms in both fields."""
+    total = 0
+    for j in range(q_ptr[q], q_ptr[q + 1]):
+        total += indptr[0, q_terms[j] + 1] - indptr[0, q_terms[j]] + indptr[1, q_terms[j] + 1] - indptr[1, q_terms[j]]
+    return total
+
+
+@numba.njit(nogil=True, cache=True)
+def _choose_merged(q_ptr, q_terms, indptr, limit):
+    """Which queries the merged kernel takes: those with at most ``limit`` postings."""
+    n = q_ptr.shape[0] - 1
+    merged = np.empty(n, np.bool_)
+    for q in range(n):
+        merged[q] = _query_postings(q, q_ptr, q_terms, indptr) <= limit
+    return merged
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _search_merged(
+    q_ptr, q_terms, q_counts, merged, lo, hi, k,
+    indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, caches, maxima, term_maxima, term_floors, dfs, counts, boosts,
+    title_sig, most_fields, out_pos, out_scores, out_len,
+):  # fmt: skip
+    """The queries of ``lo:hi`` marked ``merged``, each by decoding all its clauses' postings and summing them bucket by bucket.
+
+    Where no clause's list is long, pruning skips little and costs its bookkeeping for
+    every window; decoding the lists whole (scores computed as they are decoded) and
+    merging them document by document does the same arithmetic as the oracle
+    (``_search_exhaustive``: float64 sums of the same float32 clause scores, per field
+    in clause order) with no accumulator over the collection.
+    """
+    heap_s = np.empty(k, np.float32)
+    heap_d = np.empty(k, np.int32)
+    terms, fields, weights = _clause_buffers(q_ptr, lo, hi)
+    m = terms.shape[0]
+    longest = 0
+    for q in range(lo, hi):  # the most postings a merged query has: the decoding buffers' size
+        if merged[q]:
+            longest = max(longest, _query_postings(q, q_ptr, q_terms, indptr))
+    docs = np.empty(longest + BLOCK, np.int32)
+    tfs = np.empty(longest + BLOCK, np.float32)
+    scores = np.empty(longest + BLOCK, np.float32)
+    start = np.empty(m, np.int64)
+    end = np.empty(m, np.int64)
+    head = np.empty(m, np.int32)
+    window_sums = np.zeros((2, WINDOW), np.float64)
+    window_hits = np.zeros(WINDOW // 64, np.uint64)
+    for q in range(lo, hi):
+        if not merged[q]:
+            continue
+        n = _clauses(q, q_ptr, q_terms, q_counts, indptr, dfs, counts, boosts, terms, fields, weights)
+        at = 0
+        for c in range(n):
+            f, term, w = fields[c], terms[c], weights[c]
+            start[c] = at
+            b0 = block_ptr[f, term]
+            df = indptr[f, term + 1] - indptr[f, term]
+            for b in range(b0, block_ptr[f, term + 1]):
+                got = _decode_block(b, b0, df, block_last, block_start, doc_bits, tf_bits, words, docs[at:], tfs[at:])
+                for i in range(at, at + got):
+                    scores[i] = _term_score(w, tfs[i], caches[f, norms[f, docs[i]]])
+                at += got
+            end[c] = at
+            head[c] = docs[start[c]] if at > start[c] else NO_MORE
+        size = 0
+        theta = np.float32(-np.inf)  # the k-th score, once there are k
+        while True:  # bucket by bucket of documents, in order: each clause's postings there summed into the bucket's accumulators
+            low = NO_MORE
+            for c in range(n):
+                low = min(low, head[c])
+            if low == NO_MORE:
+                break
+            low -= low % WINDOW
+            high = low + WINDOW
+            for c in range(n):
+                p, stop, f = start[c], end[c], fields[c]
+                while p < stop and docs[p] < high:
+                    d = docs[p] - low
+                    window_sums[f, d] += scores[p]
+                    window_hits[d >> 6] |= np.uint64(1) << np.uint64(d & 63)
+                    p += 1
+                start[c] = p
+                head[c] = docs[p] if p < stop else NO_MORE
+            for word in range(WINDOW // 64):
+                bits = window_hits[word]
+                while bits:
+                    d = word * 64 + _trailing_zeros(bits)
+                    bits &= bits - np.uint64(1)
+                    score = _combine(window_sums[0, d], window_sums[1, d], most_fields)
+                    window_sums[0, d] = 0.0
+                    window_sums[1, d] = 0.0
+                    if score > theta:  # documents come in order: a tie with the k-th ranks below it
+                        size = _offer(heap_s, heap_d, size, k, score, low + d)
+                        if size == k:
+                            theta = heap_s[0]
+                window_hits[word] = 0
         _drain(heap_s, heap_d, size, q, out_pos, out_scores, out_len)
 
 
@@ -1187,7 +1310,7 @@ def _complete(
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def _search_pruned(
-    q_ptr, q_terms, q_counts, lo_q, hi_q, k,
+    q_ptr, q_terms, q_counts, merged, lo_q, hi_q, k,
     indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, caches, maxima, term_maxima, term_floors, dfs, counts, boosts,
     title_sig, most_fields, out_pos, out_scores, out_len,
 ):  # fmt: skip
@@ -1195,7 +1318,7 @@ def _search_pruned(
     terms, fields, weights = _clause_buffers(q_ptr, lo_q, hi_q)
     m = terms.shape[0]
     _search_pruned_kernel(
-        q_ptr, q_terms, q_counts, lo_q, hi_q, k,
+        q_ptr, q_terms, q_counts, merged, lo_q, hi_q, k,
         indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, caches, maxima, term_maxima, term_floors, dfs, counts, boosts,
         title_sig, most_fields, out_pos, out_scores, out_len,
         np.empty(k, np.float32), np.empty(k, np.int32), terms, fields, weights,
@@ -1211,13 +1334,15 @@ def _search_pruned(
 # per-document loops, took 80-90% of its time (measured with perf on this kernel).
 @numba.njit(nogil=True, cache=True, error_model="numpy", _nrt=False)
 def _search_pruned_kernel(
-    q_ptr, q_terms, q_counts, lo_q, hi_q, k,
+    q_ptr, q_terms, q_counts, merged, lo_q, hi_q, k,
     indptr, block_ptr, block_last, block_start, doc_bits, tf_bits, words, norms, caches, maxima, term_maxima, term_floors, dfs, counts, boosts,
     title_sig, most_fields, out_pos, out_scores, out_len,
     heap_s, heap_d, terms, fields, weights, cur, docs, window_max, order, pre_t, pre_x, essential, term_max, window_sums, window_hits, batch_docs, batch_sums,
     bits, title_bits, title_max,
 ):  # fmt: skip
     for q in range(lo_q, hi_q):
+        if merged[q]:
+            continue
         n = _clauses(q, q_ptr, q_terms, q_counts, indptr, dfs, counts, boosts, terms, fields, weights)
         floor = -np.inf  # the k-th hit scores at least this: k documents of one clause's list do
         for c in range(n):
