@@ -12,8 +12,9 @@ build that no setting bounded. This module makes the same ``GzipIndex`` from par
    range, where part ``k + 1`` starts. Its first bytes may copy from the 32 KiB before
    its first block, which it does not have: it decodes twice, with two made-up windows
    that differ in every byte, until the last 32 KiB of both outputs agree. From there on
-   nothing depends on the unknown window; the bytes before (the part's *head*, tens to
-   hundreds of KB on real dumps) are left to the join. Of the rest it records pieces
+   nothing depends on the unknown window; the bytes before (the part's *head*: repeated
+   markup chains copies, 50-80 MB of output on realistic HTML, ~2 % of a 512 MB part)
+   are left to the join. Of the rest it records pieces
    (CRC-32 and newlines, cut at checkpoints, gzip member ends and tar headers),
    checkpoints with their windows, the tar header blocks it finds (512 bytes with
    ``ustar`` and a valid checksum) and its last 32 KiB.
