@@ -91,7 +91,8 @@ LEARNING = {
     "cross-encoder": {"epochs": 5, "steps_per_epoch": 100, "batch_size": 16, "lr": 5e-4, "head_lr": 1e-3},
     "bi-encoder-cosine": {"model": "bi-encoder", "loss": "cosine", "epochs": 2, "steps_per_epoch": 100, "batch_size": 32, "lr": 1e-3},
     "bi-encoder-in-batch": {"model": "bi-encoder", "loss": "in-batch", "epochs": 2, "steps_per_epoch": 100, "batch_size": 32, "lr": 1e-3},
-    "contrastive": {"pooling": "mean", "epochs": 2, "steps_per_epoch": 100, "batch_size": 32, "lr": 3e-4},
+    # one epoch: test nDCG@10 0.80-0.81 for seeds 1, 2, 3 against 0.28 untrained (two took the suite's longest test, ~2 minutes)
+    "contrastive": {"pooling": "mean", "epochs": 1, "steps_per_epoch": 100, "batch_size": 32, "lr": 3e-4},
     "dap": {"pooling": "mean", "epochs": 2, "steps_per_epoch": 100, "batch_size": 32, "lr": 1e-3},
 }
 # CCP is compared under the paper's unsupervised post-processing (shift and scale, [CCP] §3.2):
