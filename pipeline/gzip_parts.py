@@ -310,8 +310,7 @@ class _Pieces:
 
     def finish(self) -> tuple[Piece, ...]:
         self._close_due()
-        if self.at > self.piece_start:
-            self._close()
+        self._close()
         return tuple(self.done)
 
 
@@ -379,7 +378,8 @@ class _PartRun:
     The join runs it too, to count a head with the real window: ``prefix`` is the stream
     before the part (so that a tar header across the part's start is found), bytes are
     counted up to ``count_until`` and decoded up to ``stop_out`` (a tar header that
-    starts before ``count_until`` ends there), and no checkpoint is taken.
+    starts before ``count_until`` ends there), and its spacing is one no decode reaches,
+    so that no checkpoint is taken.
     """
 
     def __init__(self, first, twin, raw, number, start, limit, spacing, prefix=b"", count_until=None, stop_out=None) -> None:
@@ -412,18 +412,19 @@ class _PartRun:
             due = first.in_pos - self.last_inp >= self.spacing
             # Near the range's end, stop at every block end: the part ends at the first dynamic block at or past it. Until
             # then, input stops a byte before the range's end, so that no block end at or past it goes by unseen.
-            until = None if self.limit is None else self.limit // 8 - 1
-            near_end = until is not None and first.in_pos >= until
+            end_byte = None if self.limit is None else self.limit // 8 - 1
+            near_end = end_byte is not None and first.in_pos >= end_byte
             block = due or near_end
+            until = None if near_end else end_byte
             if not block:  # nor does a checkpoint come later than due (``gzip_ranges._Pass`` does the same)
                 until = self.last_inp + self.spacing if until is None else min(until, self.last_inp + self.spacing)
             raw_member = not first.wrapped
             space = DUAL_SPACE if self.twin is not None else len(self.buffer) - self.fill
             if self.stop_out is not None:
                 space = min(space, self.stop_out - self.out)
-            written, event = first.inflate(gzip_ranges._address(self.buffer) + self.fill, space, self.out, block, None if near_end else until)
+            written, event = first.inflate(gzip_ranges._address(self.buffer) + self.fill, space, self.out, block, until)
             if self.twin is not None:
-                twin = self.twin.inflate(gzip_ranges._address(self.twin_buffer) + self.fill, space, self.out, block, None if near_end else until)
+                twin = self.twin.inflate(gzip_ranges._address(self.twin_buffer) + self.fill, space, self.out, block, until)
                 if twin != (written, event):
                     raise RuntimeError(f"{first.path}: two decoders of one stream disagree ({twin} against {(written, event)})")
             self.fill += written
@@ -462,7 +463,7 @@ class _PartRun:
     def _check_head(self, event: int) -> None:
         """Whether the head has ended: the last 32 KiB agree whatever the window before the part, or a new gzip member began."""
         independent = event in (self.first.MEMBER, self.first.END) or (
-            self.out >= WINDOW and self.fill >= WINDOW and self.buffer[self.fill - WINDOW : self.fill] == self.twin_buffer[self.fill - WINDOW : self.fill]
+            self.fill >= WINDOW and self.buffer[self.fill - WINDOW : self.fill] == self.twin_buffer[self.fill - WINDOW : self.fill]
         )
         if independent:
             self.head = self.scanned = self.out
@@ -471,8 +472,6 @@ class _PartRun:
             self.twin = self.twin_buffer = None
 
     def _checkpoint(self, inp: int, bits: int, header: bool) -> None:
-        if self.count_until is not None:
-            return
         window = b"" if header else bytes(self.buffer[max(0, self.fill - WINDOW) : self.fill])
         self.checkpoints.append(PartCheckpoint(self.out, inp, bits, header, window, self.buffer[self.fill - 1] if self.fill else -1))
         self.pieces.cut(self.out)
@@ -609,6 +608,7 @@ def join_parts(raw: BinaryIO, path: str, parts: list[IndexPart], spacing: int, t
                 byte, bits = _byte_and_bits(part.start)
                 checkpoints.append([base, byte, bits, False, tail, tail[-1]])
                 decoder.start_checkpoint(byte, bits, tail)
+                # No checkpoint is due in a head (the part took them): a spacing no decode reaches.
                 run = _PartRun(decoder, None, raw, part.number, part.start, None, 1 << 62, tail, part.head, min(part.length, part.head + HEAD_MARGIN))
                 counted = run.run()
                 pieces += [Piece(p.start + base, p.end + base, p.crc, p.newlines) for p in counted.pieces]
