@@ -646,7 +646,7 @@ class EmbeddedEngine:
         out_scores = np.empty((n, k), dtype=np.float32)
         out_len = np.zeros(n, dtype=np.int32)
 
-        merged = choose_merged(q_ptr, q_terms, index, self.size)
+        merged = None if exhaustive else choose_merged(q_ptr, q_terms, index, self.size)
 
         def run(lo: int, hi: int) -> None:
             if not exhaustive:
@@ -883,7 +883,7 @@ def _search_merged(
 
     Where no clause's list is long, pruning skips little and costs its bookkeeping for
     every window; decoding the lists whole (scores computed as they are decoded) and
-    merging them document by document does the same arithmetic as the oracle
+    summing them bucket by bucket of ``WINDOW`` documents in L1 does the same arithmetic as the oracle
     (``_search_exhaustive``: float64 sums of the same float32 clause scores, per field
     in clause order) with no accumulator over the collection.
     """
