@@ -10,7 +10,9 @@ measures on one core, CPU seconds, the contenders interleaved in every round:
   split it into the records the reader sees (lines; for XML, nothing more);
 - the docs stage's own readers, unit by unit as the stage cuts them (``--split-mb``;
   the HTML dump's index pass counted apart), minus Parquet writing: every article is
-  read, filtered and turned into text.
+  read, filtered and turned into text;
+- the HTML reader with every page parsed by lexbor (``html_text.parsed_text``), as it was
+  before the one-pass scan (``pipeline/html_scan.py``) read Parsoid's pages.
 
 Then one unit of each format runs alone in a fresh process for its peak memory. It
 prints MB/s (compressed and decompressed) and articles/s per core, medians and ranges,
@@ -38,7 +40,7 @@ from isal import igzip
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from clirmatrix.beam_jobs import extract_docs  # noqa: E402
-from clirmatrix.pipeline import dumps, fileio, gzip_ranges  # noqa: E402
+from clirmatrix.pipeline import dumps, fileio, gzip_ranges, html_scan, html_text  # noqa: E402
 from clirmatrix.pipeline.badinput import FileReport  # noqa: E402
 from clirmatrix.pipeline.html_text import html_to_text  # noqa: E402
 
@@ -75,6 +77,11 @@ def write_cirrus(html_dump: Path, out: Path) -> Path:
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as zipped:
         zipped.write(b"\n".join(lines) + b"\n")
     return path
+
+
+def _no_scan(source: bytes) -> None:
+    """html_scan.scan_text refusing every page: html_to_text parses each with lexbor."""
+    return None
 
 
 def floor(kind: str, path: Path) -> tuple[int, int]:
@@ -198,13 +205,17 @@ def main() -> None:
             if kind == "html":
                 seconds, checkpoints = cpu(index_pass, dump, split_bytes)
                 times.setdefault("html index pass", []).append(seconds)
-            started = time.process_time()
-            articles = chars = 0
-            for unit in units[kind]:
-                n, c = read_unit(unit)
-                articles, chars = articles + n, chars + c
-            times.setdefault(f"{kind} reader", []).append(time.process_time() - started)
-            facts[kind].update(articles=articles, chars=chars, units=len(units[kind]))
+            contenders = ("reader", "reader, lexbor only") if kind == "html" else ("reader",)
+            for contender in contenders:
+                html_text.scan_text = _no_scan if contender.endswith("lexbor only") else html_scan.scan_text
+                started = time.process_time()
+                articles = chars = 0
+                for unit in units[kind]:
+                    n, c = read_unit(unit)
+                    articles, chars = articles + n, chars + c
+                times.setdefault(f"{kind} {contender}", []).append(time.process_time() - started)
+                facts[kind].update(articles=articles, chars=chars, units=len(units[kind]))
+            html_text.scan_text = html_scan.scan_text
         print(f"round {round_number + 1}: " + ", ".join(f"{name} {values[-1]:.1f}s" for name, values in times.items()), flush=True)
 
     print(f"\nEnglish-like dumps of {args.articles:,} articles; CPU seconds on one core, median (range) of {args.rounds} interleaved rounds")
@@ -213,9 +224,11 @@ def main() -> None:
     projection = []
     for kind in found:
         floor_median = statistics.median(times[f"{kind} floor"])
-        for name in (f"{kind} floor", "html index pass" if kind == "html" else None, f"{kind} reader"):
-            if name is None:
-                continue
+        names = [f"{kind} floor", f"{kind} reader"]
+        if kind == "html":
+            names[1:1] = ["html index pass"]
+            names.append("html reader, lexbor only")
+        for name in names:
             values = times[name]
             median = statistics.median(values)
             articles = facts[kind]["articles"]
