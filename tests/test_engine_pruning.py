@@ -224,3 +224,21 @@ def test_the_engine_mixes_the_kernels_by_postings_and_still_equals_the_oracle(ke
     merged = embedded.choose_merged(q_ptr, q_terms, engine._kernel_index(), engine.size)
     assert 0.2 < merged.mean() < 0.9  # both kernels run
     assert_same_as_oracle(engine, queries)
+
+
+def test_rank_keys_order_hits_as_the_heap_does_and_keep_the_best_k(kernel: str) -> None:
+    """The merged kernel ranks hits by int64 keys: the same order as ``_worse`` (score, then the lower document), any k."""
+    if kernel == "pruned":
+        pytest.skip("the merged kernel's keys")
+    rng = random.Random(5)
+    scores = [rng.choice([0.0, 1e-30, 0.5, 0.5000001, 2.0, 7.25, 3.4e38]) for _ in range(600)]
+    hits = [(np.float32(s), d) for s, d in zip(scores, rng.sample(range(2**31 - 1), 600))]
+    keys = np.array([embedded._rank_key(s, d) for s, d in hits], np.int64)
+    by_key = [hits[i] for i in np.argsort(-keys, kind="stable")]
+    by_rank = sorted(hits, key=functools.cmp_to_key(lambda a, b: -1 if embedded._worse(b[0], b[1], a[0], a[1]) else 1))
+    assert by_key == by_rank
+    assert all(embedded._key_score(key) == s for key, (s, _) in zip(keys, hits))
+    for k in (1, 7, 100, 600, 900):
+        kept = keys.copy()
+        n = embedded._keep_best(kept, len(kept), k)
+        assert n == min(k, 600) and list(kept[:n]) == sorted(keys, reverse=True)[:n]

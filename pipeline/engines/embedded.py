@@ -883,12 +883,16 @@ def _search_merged(
 
     Where no clause's list is long, pruning skips little and costs its bookkeeping for
     every window; decoding the lists whole (scores computed as they are decoded) and
-    summing them bucket by bucket of ``WINDOW`` documents in L1 does the same arithmetic as the oracle
+    summing them bucket by bucket of ``MERGE_WINDOW`` documents in L2 does the same arithmetic as the oracle
     (``_search_exhaustive``: float64 sums of the same float32 clause scores, per field
     in clause order) with no accumulator over the collection.
+
+    A bucket's documents are taken in the order they were first summed, not in document
+    order: a hit is ranked by its rank key (score, then document), which is the same in any
+    order. A hit above the k-th best key so far goes into a buffer, cut to its best k when
+    full (``_keep_best``).
     """
-    heap_s = np.empty(k, np.float32)
-    heap_d = np.empty(k, np.int32)
+    keys = np.empty(max(KEEP_BUFFER, 2 * k), np.int64)
     terms, fields, weights = _clause_buffers(q_ptr, lo, hi)
     m = terms.shape[0]
     longest = 0
@@ -901,8 +905,9 @@ def _search_merged(
     start = np.empty(m, np.int64)
     end = np.empty(m, np.int64)
     head = np.empty(m, np.int32)
-    window_sums = np.zeros((2, WINDOW), np.float64)
-    window_hits = np.zeros(WINDOW // 64, np.uint64)
+    window_sums = np.zeros((2, MERGE_WINDOW), np.float64)
+    touched = np.empty(MERGE_WINDOW, np.int32)  # the bucket's documents, in the order they were first summed
+    seen = np.zeros(MERGE_WINDOW, np.uint8)
     for q in range(lo, hi):
         if not merged[q]:
             continue
@@ -921,38 +926,102 @@ def _search_merged(
             end[c] = at
             head[c] = docs[start[c]] if at > start[c] else NO_MORE
         size = 0
-        theta = np.float32(-np.inf)  # the k-th score, once there are k
-        while True:  # bucket by bucket of documents, in order: each clause's postings there summed into the bucket's accumulators
+        theta = np.int64(-1)  # the rank key of the k-th best hit so far, once there are k
+        theta_score = np.float32(-np.inf)  # its score: a hit scoring below it cannot rank above it
+        while True:  # bucket by bucket of documents: each clause's postings there summed into the bucket's accumulators
             low = NO_MORE
             for c in range(n):
                 low = min(low, head[c])
             if low == NO_MORE:
                 break
-            low -= low % WINDOW
-            high = low + WINDOW
+            low -= low % MERGE_WINDOW
+            high = low + MERGE_WINDOW
+            count = 0
             for c in range(n):
                 p, stop, f = start[c], end[c], fields[c]
                 while p < stop and docs[p] < high:
                     d = docs[p] - low
+                    touched[count] = d  # kept when it is the document's first posting here
+                    count += 1 - seen[d]
+                    seen[d] = 1
                     window_sums[f, d] += scores[p]
-                    window_hits[d >> 6] |= np.uint64(1) << np.uint64(d & 63)
                     p += 1
                 start[c] = p
                 head[c] = docs[p] if p < stop else NO_MORE
-            for word in range(WINDOW // 64):
-                bits = window_hits[word]
-                while bits:
-                    d = word * 64 + _trailing_zeros(bits)
-                    bits &= bits - np.uint64(1)
-                    score = _combine(window_sums[0, d], window_sums[1, d], most_fields)
-                    window_sums[0, d] = 0.0
-                    window_sums[1, d] = 0.0
-                    if score > theta:  # documents come in order: a tie with the k-th ranks below it
-                        size = _offer(heap_s, heap_d, size, k, score, low + d)
-                        if size == k:
-                            theta = heap_s[0]
-                window_hits[word] = 0
-        _drain(heap_s, heap_d, size, q, out_pos, out_scores, out_len)
+            for t in range(count):
+                d = touched[t]
+                score = _combine(window_sums[0, d], window_sums[1, d], most_fields)
+                window_sums[0, d] = 0.0
+                window_sums[1, d] = 0.0
+                seen[d] = 0
+                if score >= theta_score:
+                    key = _rank_key(score, low + d)
+                    if key > theta:
+                        keys[size] = key
+                        size += 1
+                        if size == keys.shape[0]:
+                            size = _keep_best(keys, size, k)
+                            theta = keys[k - 1]
+                            theta_score = _key_score(theta)
+        _put_best(keys, _keep_best(keys, size, k), q, out_pos, out_scores, out_len)
+
+
+MERGE_WINDOW = 16384  # documents a merged query sums at once (two float64 arrays: 256 KB, L2-sized; 2,048 and 65,536 were slower)
+KEEP_BUFFER = 1024  # rank keys the merged kernel gathers before it cuts them to the best k
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _rank_key(score, d):
+    """An int64 that orders hits as ``_worse`` does, best largest: the score's bits made monotonic, then the document reversed."""
+    bits = np.int64(_float_bits(np.float32(score)))
+    bits = (bits ^ 0xFFFFFFFF) if bits & 0x80000000 else (bits | 0x80000000)
+    return np.int64((bits << 31) | (0x7FFFFFFF - np.int64(d)))
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _key_score(key):
+    bits = key >> 31
+    bits = (bits & 0x7FFFFFFF) if bits & 0x80000000 else (bits ^ 0xFFFFFFFF)
+    return _bits_float(np.uint32(bits))
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _keep_best(keys, n, k):
+    """Move the ``k`` largest of ``keys[:n]`` to ``keys[:k]``, sorted, largest first; returns how many are kept."""
+    if k <= 0:
+        return 0
+    if n > k:
+        lo, hi, nth = 0, n - 1, k - 1  # quickselect: keys[:k] become the k largest
+        while lo < hi:
+            pivot = keys[(lo + hi) >> 1]
+            i, j = lo, hi
+            while i <= j:
+                while keys[i] > pivot:
+                    i += 1
+                while keys[j] < pivot:
+                    j -= 1
+                if i <= j:
+                    keys[i], keys[j] = keys[j], keys[i]
+                    i += 1
+                    j -= 1
+            if nth <= j:
+                hi = j
+            elif nth >= i:
+                lo = i
+            else:
+                break
+        n = k
+    keys[:n] = np.sort(keys[:n])[::-1]
+    return n
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _put_best(keys, n, q, out_pos, out_scores, out_len):
+    """The kept hits, best first, into query ``q``'s result row."""
+    out_len[q] = n
+    for r in range(n):
+        out_scores[q, r] = _key_score(keys[r])
+        out_pos[q, r] = np.int32(0x7FFFFFFF - (keys[r] & 0x7FFFFFFF))
 
 
 # ---- block-max MaxScore ----------------------------------------------------------------
@@ -974,6 +1043,26 @@ def _trailing_zeros(typingctx, value):
         return builder.cttz(args[0], ir.Constant(ir.IntType(1), 1))
 
     return types.uint64(types.uint64), codegen
+
+
+@intrinsic
+def _float_bits(typingctx, value):
+    """The IEEE bits of a float32, as a uint32."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.uint32(types.float32), codegen
+
+
+@intrinsic
+def _bits_float(typingctx, value):
+    """The float32 whose IEEE bits are a uint32."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+
+    return types.float32(types.uint32), codegen
 
 
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
