@@ -4,8 +4,8 @@ Why by hand: the text CirrusSearch indexes needs, of the whole HTML5 parse, only
 text lies inside a removed element (docs/method.md, "Text from HTML"). A page that
 Parsoid serialized from its own DOM is well formed (every element closed, a doctype, the
 document's skeleton), and on well-formed markup that is the nesting of the tags. lexbor
-builds the whole tree (10-11 ms a MB), which makes any tree-based extraction at least
-2.3x slower than this scan (docs/benchmarks.md, "HTML to text, in one pass").
+builds the whole tree (9-10 ms a MB); this scan reads a page in ~4 ms a MB
+(docs/benchmarks.md, 2026-11-26, sixth session).
 
 The scan follows the HTML5 tokenizer (tags, attributes, comments, raw text, character
 references) and checks, at every tag, that no rule of the tree construction could move

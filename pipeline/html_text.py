@@ -13,9 +13,9 @@ docs/method.md, "Text from HTML"); the additions for Parsoid's markup, which the
 Wikimedia Enterprise HTML dumps carry, are marked [ours] there and below.
 
 A whole Parsoid page (what the Enterprise dumps carry) is read in one pass over its bytes
-by ``html_scan`` (5-10x faster, the same text: it refuses any page whose tags the HTML
-parser would rearrange); every other page, and pages with language variants, go the way
-below. ``parsed_text`` is that way alone.
+by ``html_scan`` (3.7-4.3x as fast, the same text: it refuses any page whose tags the
+HTML parser would rearrange); every other page, and pages with language variants, go the
+way below. ``parsed_text`` is that way alone.
 
 Hand-written on selectolax (lexbor) because no library reproduces ``WikiTextStructure``
 (resiliparse's C extractor gives the same text on real Parsoid pages, but by its own
