@@ -51,6 +51,7 @@ _BREAKOUT = 1 << 7  # leaves SVG or MathML content
 (_OTHER, _HTML, _HEAD, _BODY, _TITLE, _P, _A, _FORM, _BUTTON, _LI, _DD_DT, _LIST, _DL, _TABLE, _SECTION_ROW,
  _TR, _CELL, _CAPTION, _COLGROUP, _COL, _SUP, _FOREIGN_ROOT, _RUBY_PART, _IMPLIED_END, _STYLE, _SCRIPT,
  _HEAD_VOID, _MATH_TEXT) = range(28)  # fmt: skip
+_ID_COUNT = 28
 
 _BLOCK_NAMES = (
     "address", "article", "aside", "blockquote", "br", "canvas", "dd", "div", "dl", "dt",
@@ -105,7 +106,7 @@ def _name_key(name: bytes) -> tuple[int, int]:
     return int.from_bytes(padded[:8], "little", signed=True), int.from_bytes(padded[8:16], "little", signed=True)
 
 
-def _build_tag_table() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _build_tag_table() -> tuple[np.ndarray, np.ndarray]:
     """Keys (first 8 bytes, next 8, length), ids and flags of the known tag names, open-addressed."""
     flags: dict[str, int] = {}
     for names, flag in (
@@ -127,7 +128,7 @@ def _build_tag_table() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         keys[slot] = (k1, k2, len(name))
         tag_id = _IDS.get(name, _IMPLIED_END if name in _IMPLIED_END_NAMES else _OTHER)
         values[slot] = (tag_id, flag)
-    return keys, values, np.array([len(name) for name in flags], np.int64)
+    return keys, values
 
 
 @numba.njit(cache=True, inline="always")
@@ -143,7 +144,7 @@ def _words(names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(b"".join(encoded), np.uint8).copy(), offsets
 
 
-_TAG_KEYS, _TAG_VALUES, _ = _build_tag_table()
+_TAG_KEYS, _TAG_VALUES = _build_tag_table()
 _CLASS_BYTES, _CLASS_OFFSETS = _words((*_REMOVED_CLASSES, _SUP_CLASS))
 _REL_BYTES = np.frombuffer(_REMOVED_REL.encode(), np.uint8).copy()
 _DOCTYPE = np.frombuffer(b"<!doctype html>", np.uint8).copy()  # as Parsoid writes it; without one, quirks mode
@@ -157,6 +158,18 @@ _REL = np.frombuffer(b"rel", np.uint8).copy()
 def _is_space(b):
     """The tokenizer's whitespace (tab, LF, CR, space; FF is refused before)."""
     return b == 32 or b == 10 or b == 9 or b == 13
+
+
+@numba.njit(cache=True, inline="always")
+def _top_id(ids, depth):
+    """The id of the current node (the body's when no element is open)."""
+    return ids[depth - 1] if depth else _BODY
+
+
+@numba.njit(cache=True, inline="always")
+def _fosters(top_id):
+    """Whether text or an element put directly in this node is moved before its table (foster parenting)."""
+    return top_id == _TABLE or top_id == _SECTION_ROW or top_id == _TR or top_id == _COLGROUP
 
 
 @numba.njit(cache=True)
@@ -366,10 +379,7 @@ def _scan(src, out, keys, values, class_words, class_offsets, rel):  # noqa: C90
     foreign = np.zeros(depth_limit, np.bool_)
     depth = 0
     removed_open = 0
-    p_open = 0
-    a_open = 0
-    form_open = 0
-    button_open = 0
+    open_of = np.zeros(_ID_COUNT, np.int64)  # open elements by tag id (<p>, <a>, <form>, <button> are read)
     # 0 before <html>, 1 before <head>, 2 in head, 3 after head, 4 in body, 5 after body, 6 after html,
     # 7 in a title, style or script of the head (its end tag is read next)
     phase = 0
@@ -395,8 +405,7 @@ def _scan(src, out, keys, values, class_words, class_offsets, rel):  # noqa: C90
                     return -_CONTROL if b == 0 or b == 11 or b == 12 else -_NOT_DOCUMENT
                 i += 1
                 continue
-            top = ids[depth - 1] if depth else _BODY
-            if top == _TABLE or top == _SECTION_ROW or top == _TR or top == _COLGROUP:
+            if _fosters(_top_id(ids, depth)):
                 while i < end and src[i] != 60:
                     if not _is_space(src[i]):
                         return -_TREE  # text in a table outside its cells goes before the table
@@ -458,8 +467,7 @@ def _scan(src, out, keys, values, class_words, class_offsets, rel):  # noqa: C90
             # a lone "<" is text
             if phase != 4:
                 return -_NOT_DOCUMENT
-            top = ids[depth - 1] if depth else _BODY
-            if top == _TABLE or top == _SECTION_ROW or top == _TR or top == _COLGROUP:
+            if _fosters(_top_id(ids, depth)):
                 return -_TREE  # text in a table outside its cells goes before the table
             if removed_open == 0:
                 if pending and n:
@@ -593,7 +601,7 @@ def _scan(src, out, keys, values, class_words, class_offsets, rel):  # noqa: C90
         if closing:
             top = depth - 1
             if depth == 0 or lengths[top] != length or not _same_name(src, names[top], start, length):
-                if tag_id == _P and p_open == 0 and not in_foreign:  # no <p> open: the parser puts in an empty one
+                if tag_id == _P and open_of[_P] == 0 and not in_foreign:  # no <p> open: the parser puts in an empty one
                     if removed_open == 0:
                         pending = True
                     i = j
@@ -608,19 +616,11 @@ def _scan(src, out, keys, values, class_words, class_offsets, rel):  # noqa: C90
             depth -= 1
             if removed[depth]:
                 removed_open -= 1
-            top_id = ids[depth]
-            if top_id == _P:
-                p_open -= 1
-            elif top_id == _A:
-                a_open -= 1
-            elif top_id == _FORM:
-                form_open -= 1
-            elif top_id == _BUTTON:
-                button_open -= 1
+            open_of[ids[depth]] -= 1
             i = j
             continue
         # a start tag in the body
-        top_id = ids[depth - 1] if depth else _BODY
+        top_id = _top_id(ids, depth)
         if in_foreign:
             if flags & (_BREAKOUT | _RAWTEXT | _REMOVED | _REFUSE) or tag_id == _FOREIGN_ROOT or tag_id == _TITLE:
                 return -_TREE  # HTML in SVG or MathML (an integration point, or a tag that ends them)
@@ -650,14 +650,14 @@ def _scan(src, out, keys, values, class_words, class_offsets, rel):  # noqa: C90
                     return -_TREE
             elif _CAPTION <= tag_id <= _COL or tag_id == _SECTION_ROW or tag_id == _TR or tag_id == _CELL:
                 return -_TREE  # a table part outside a table is dropped
-            if flags & _CLOSES_P and p_open:
+            if flags & _CLOSES_P and open_of[_P]:
                 if top_id != _P:
                     return -_TREE  # the parser would close the elements inside the <p> too
                 depth -= 1  # the parser closes the <p>; a "</p>" later makes an empty one
-                p_open -= 1
+                open_of[_P] -= 1
                 if removed[depth]:
                     removed_open -= 1
-                top_id = ids[depth - 1] if depth else _BODY
+                top_id = _top_id(ids, depth)
             if flags & _HEADING and depth and tag_flags[depth - 1] & _HEADING:
                 return -_TREE  # a heading in a heading closes it
             if tag_id == _LI or tag_id == _DD_DT:
@@ -666,8 +666,8 @@ def _scan(src, out, keys, values, class_words, class_offsets, rel):  # noqa: C90
                         break
                     if ids[k] == tag_id:
                         return -_TREE
-            if (tag_id == _A and a_open) or (tag_id == _FORM and form_open) or (tag_id == _BUTTON and button_open):
-                return -_TREE
+            if (tag_id == _A or tag_id == _FORM or tag_id == _BUTTON) and open_of[tag_id]:
+                return -_TREE  # the parser closes the open one (an <a>, a <button>) or drops the new (a <form>)
             if tag_id == _RUBY_PART and (top_id == _IMPLIED_END or top_id == _P or top_id == _LI or top_id == _DD_DT
                                          or top_id == _RUBY_PART):  # fmt: skip
                 return -_TREE
@@ -704,14 +704,7 @@ def _scan(src, out, keys, values, class_words, class_offsets, rel):  # noqa: C90
         depth += 1
         if gone:
             removed_open += 1
-        if tag_id == _P:
-            p_open += 1
-        elif tag_id == _A:
-            a_open += 1
-        elif tag_id == _FORM:
-            form_open += 1
-        elif tag_id == _BUTTON:
-            button_open += 1
+        open_of[tag_id] += 1
         if flags & _RAWTEXT:
             stop = _raw_text_end(src, j, end, start, length, tag_id == _SCRIPT)
             if stop < 0:

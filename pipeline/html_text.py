@@ -200,7 +200,7 @@ def _source(html: str, encoded: bytes | None = None) -> tuple[bytes, bool]:
         # the pre-pass on the text, so that the spaces go where they went before.
         return _BLOCK_TAG_START_TEXT.sub(" <", html).encode(errors="ignore"), _LANGUAGE_VARIANT_MARK in html
     # The pre-pass only adds " " before "<": the mark is in the bytes iff in the text.
-    return source, _LANGUAGE_VARIANT_MARK.encode() in source
+    return source, _LANGUAGE_VARIANT_MARK_BYTES in source
 
 
 def _parse(html: str, encoded: bytes | None = None) -> LexborNode | None:

@@ -979,7 +979,14 @@ def _rank_key(score, d):
 
 
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _key_doc(key):
+    """The document of a rank key (``_rank_key``)."""
+    return np.int32(0x7FFFFFFF - (key & 0x7FFFFFFF))
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
 def _key_score(key):
+    """The score of a rank key (``_rank_key``)."""
     bits = key >> 31
     bits = (bits & 0x7FFFFFFF) if bits & 0x80000000 else (bits ^ 0xFFFFFFFF)
     return _bits_float(np.uint32(bits))
@@ -1021,7 +1028,7 @@ def _put_best(keys, n, q, out_pos, out_scores, out_len):
     out_len[q] = n
     for r in range(n):
         out_scores[q, r] = _key_score(keys[r])
-        out_pos[q, r] = np.int32(0x7FFFFFFF - (keys[r] & 0x7FFFFFFF))
+        out_pos[q, r] = _key_doc(keys[r])
 
 
 # ---- block-max MaxScore ----------------------------------------------------------------
