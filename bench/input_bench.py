@@ -12,7 +12,9 @@ measures on one core, CPU seconds, the contenders interleaved in every round:
   the HTML dump's index pass counted apart), minus Parquet writing: every article is
   read, filtered and turned into text;
 - the HTML reader with every page parsed by lexbor (``html_text.parsed_text``), as it was
-  before the one-pass scan (``pipeline/html_scan.py``) read Parsoid's pages.
+  before the one-pass scan (``pipeline/html_scan.py``) read Parsoid's pages;
+- the HTML index pass and reader inflating with the system zlib, as they did before
+  ``pipeline/inflate.py`` drove zlib-ng (``_system_zlib``).
 
 Then one unit of each format runs alone in a fresh process for its peak memory. It
 prints MB/s (compressed and decompressed) and articles/s per core, medians and ranges,
@@ -26,12 +28,16 @@ from __future__ import annotations
 
 import argparse
 import bz2
+import contextlib
+import ctypes
+import ctypes.util
 import gzip
 import json
 import statistics
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import orjson
@@ -40,7 +46,7 @@ from isal import igzip
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from clirmatrix.beam_jobs import extract_docs  # noqa: E402
-from clirmatrix.pipeline import dumps, fileio, gzip_ranges, html_scan, html_text  # noqa: E402
+from clirmatrix.pipeline import dumps, fileio, gzip_ranges, html_scan, html_text, inflate  # noqa: E402
 from clirmatrix.pipeline.badinput import FileReport  # noqa: E402
 from clirmatrix.pipeline.html_text import html_to_text  # noqa: E402
 
@@ -77,6 +83,33 @@ def write_cirrus(html_dump: Path, out: Path) -> Path:
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as zipped:
         zipped.write(b"\n".join(lines) + b"\n")
     return path
+
+
+class _ZlibStream(ctypes.Structure):
+    """The system zlib's ``z_stream`` (zlib.h, LP64): as zlib-ng's but with ``unsigned long`` adler."""
+
+    _fields_ = [(name, kind) for name, kind in inflate.ZStream._fields_ if name not in ("adler", "reserved")] + [("adler", ctypes.c_ulong), ("reserved", ctypes.c_ulong)]
+
+
+@contextlib.contextmanager
+def _system_zlib():
+    """``pipeline/inflate.py`` on the system zlib (the calls the readers used before zlib-ng) while inside."""
+    lib = ctypes.CDLL(ctypes.util.find_library("z"))
+    stream = ctypes.POINTER(_ZlibStream)
+    lib.zlibVersion.restype = ctypes.c_char_p
+    for name, argtypes in {"inflateInit2_": [stream, ctypes.c_int, ctypes.c_char_p, ctypes.c_int], "inflateReset2": [stream, ctypes.c_int], "inflate": [stream, ctypes.c_int],
+                           "inflateEnd": [stream], "inflatePrime": [stream, ctypes.c_int, ctypes.c_int], "inflateSetDictionary": [stream, ctypes.c_char_p, ctypes.c_uint]}.items():
+        getattr(lib, name).argtypes = argtypes
+    system = types.SimpleNamespace(
+        init2=lambda ref, bits: lib.inflateInit2_(ref, bits, lib.zlibVersion(), ctypes.sizeof(_ZlibStream)), reset2=lib.inflateReset2, inflate=lib.inflate,
+        end=lib.inflateEnd, prime=lib.inflatePrime, set_dictionary=lib.inflateSetDictionary, crc32_combine=inflate.library().crc32_combine,
+    )
+    saved = inflate.library(), inflate.ZStream
+    inflate._LIB, inflate.ZStream = system, _ZlibStream
+    try:
+        yield
+    finally:
+        inflate._LIB, inflate.ZStream = saved
 
 
 def _no_scan(source: bytes) -> None:
@@ -203,16 +236,19 @@ def main() -> None:
             times.setdefault(f"{kind} floor", []).append(seconds)
             facts[kind] = {"decompressed": decompressed}
             if kind == "html":
-                seconds, checkpoints = cpu(index_pass, dump, split_bytes)
-                times.setdefault("html index pass", []).append(seconds)
-            contenders = ("reader", "reader, lexbor only") if kind == "html" else ("reader",)
+                for contender in ("index pass", "index pass, system zlib"):
+                    with _system_zlib() if contender.endswith("system zlib") else contextlib.nullcontext():
+                        seconds, checkpoints = cpu(index_pass, dump, split_bytes)
+                    times.setdefault(f"html {contender}", []).append(seconds)
+            contenders = ("reader", "reader, system zlib", "reader, lexbor only") if kind == "html" else ("reader",)
             for contender in contenders:
                 html_text.scan_text = _no_scan if contender.endswith("lexbor only") else html_scan.scan_text
                 started = time.process_time()
                 articles = chars = 0
-                for unit in units[kind]:
-                    n, c = read_unit(unit)
-                    articles, chars = articles + n, chars + c
+                with _system_zlib() if contender.endswith("system zlib") else contextlib.nullcontext():
+                    for unit in units[kind]:
+                        n, c = read_unit(unit)
+                        articles, chars = articles + n, chars + c
                 times.setdefault(f"{kind} {contender}", []).append(time.process_time() - started)
                 facts[kind].update(articles=articles, chars=chars, units=len(units[kind]))
             html_text.scan_text = html_scan.scan_text
@@ -226,8 +262,8 @@ def main() -> None:
         floor_median = statistics.median(times[f"{kind} floor"])
         names = [f"{kind} floor", f"{kind} reader"]
         if kind == "html":
-            names[1:1] = ["html index pass"]
-            names.append("html reader, lexbor only")
+            names[1:1] = ["html index pass", "html index pass, system zlib"]
+            names += ["html reader, system zlib", "html reader, lexbor only"]
         for name in names:
             values = times[name]
             median = statistics.median(values)

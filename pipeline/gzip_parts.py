@@ -26,8 +26,8 @@ build that no setting bounded. This module makes the same ``GzipIndex`` from par
    from the nearest checkpoint, and counted).
 
 The idea is rapidgzip's (Knespel and Brunst, "Rapidgzip", HPDC 2023: a block finder and
-decoding with an unknown window), written here on the system zlib (``gzip_ranges``'s
-ctypes driver) and run as Beam units rather than threads; rapidgzip itself reads a file
+decoding with an unknown window), written here on zlib-ng (``clirmatrix.pipeline.inflate``,
+through ctypes) and run as Beam units rather than threads; rapidgzip itself reads a file
 cut short as a shorter one (docs/benchmarks.md). Any split gives the same members, line
 numbers and lines; the checkpoints differ (each part start is one).
 """
@@ -53,6 +53,7 @@ from isal import isal_zlib
 from clirmatrix.pipeline import gzip_ranges
 from clirmatrix.pipeline.badinput import CORRUPT_STREAM
 from clirmatrix.pipeline.gzip_ranges import BUFFER, WINDOW, Checkpoint, GzipIndex, GzipStreamError, NotATarError, TarMember
+from clirmatrix.pipeline.inflate import Z_BLOCK, Z_BUF_ERROR, Z_OK, Z_STREAM_END, Inflater, crc32_combine
 
 FORMAT_VERSION = 1
 MAGIC = b"CLIRGZPT"
@@ -65,7 +66,6 @@ HEAD_MARGIN = 2 * TAR_BLOCK  # bytes decoded past a head when joined: a tar head
 _ZEROS = bytes(WINDOW)
 _HIGH = bytes(0x80 | (i >> 8) for i in range(WINDOW))  # differs from _ZEROS in every byte: a copied byte shows in the difference
 _HEADER_BITS = 3 + 5 + 5 + 4 + 19 * 3  # a dynamic block's header up to its code length code
-_Z_BLOCK, _Z_OK, _Z_STREAM_END, _Z_BUF_ERROR = 5, 0, 1, -5
 
 
 class PartsMismatchError(RuntimeError):
@@ -116,33 +116,30 @@ class _Trial:
     """Decodes from a candidate header with a made-up window: a real block start decodes two blocks without an error."""
 
     def __init__(self) -> None:
-        self.lib = gzip_ranges._zlib()
-        self.stream = gzip_ranges._ZStream()
-        self.ref = ctypes.byref(self.stream)
-        if self.lib.inflateInit2_(self.ref, -15, self.lib.zlibVersion(), ctypes.sizeof(gzip_ranges._ZStream)) != _Z_OK:
-            raise MemoryError("zlib could not start a decoder")
+        self.inflater = Inflater()
+        self.stream = self.inflater.stream
         self.out = bytearray(1 << 18)
         self.out_address = gzip_ranges._address(self.out)
 
     def passes(self, data: bytes, address: int, bit: int) -> bool:
         """Whether ``data`` (at ``address``) decodes from bit ``bit`` through two block ends, or to its stream's end."""
-        stream, lib = self.stream, self.lib
-        lib.inflateReset2(self.ref, -15)
+        stream, inflater = self.stream, self.inflater
+        inflater.reset(-15)
         byte, shift = divmod(bit, 8)
         if shift:
-            lib.inflatePrime(self.ref, 8 - shift, data[byte] >> shift)
+            inflater.prime(8 - shift, data[byte] >> shift)
             byte += 1
-        lib.inflateSetDictionary(self.ref, _ZEROS, WINDOW)
+        inflater.set_dictionary(_ZEROS)
         stream.next_in = address + byte
         stream.avail_in = len(data) - byte
         ends, last_in = 0, 0
         while True:
             stream.next_out = self.out_address
             stream.avail_out = len(self.out)
-            ret = lib.inflate(self.ref, _Z_BLOCK)
-            if ret == _Z_STREAM_END:
+            ret = inflater.inflate(Z_BLOCK)
+            if ret == Z_STREAM_END:
                 return True
-            if ret not in (_Z_OK, _Z_BUF_ERROR):
+            if ret not in (Z_OK, Z_BUF_ERROR):
                 return False
             if stream.data_type & 128 and stream.total_in > last_in:  # a block's end, after progress
                 ends, last_in = ends + 1, stream.total_in
@@ -152,7 +149,7 @@ class _Trial:
                 return ends >= 1  # the data ran out: a real start decodes a whole block in TRIAL_BYTES
 
     def close(self) -> None:
-        self.lib.inflateEnd(self.ref)
+        self.inflater.close()
 
 
 def find_block(raw: BinaryIO, begin: int, size: int) -> int | None:
@@ -517,20 +514,6 @@ class _PartRun:
 # --- joining -----------------------------------------------------------------------------------
 
 
-_COMBINE = None
-
-
-def _crc32_combine(first: int, second: int, second_length: int) -> int:
-    """zlib's ``crc32_combine64``: the CRC-32 of two stretches from theirs (Python's ``zlib`` lacks it)."""
-    global _COMBINE
-    if _COMBINE is None:
-        combine = gzip_ranges._zlib().crc32_combine64
-        combine.argtypes = [ctypes.c_ulong, ctypes.c_ulong, ctypes.c_longlong]
-        combine.restype = ctypes.c_ulong
-        _COMBINE = combine
-    return _COMBINE(first, second, second_length) & 0xFFFFFFFF
-
-
 class _Stream:
     """The decoded stream as the join sees it: the bytes the parts kept, and the rest decoded from the nearest checkpoint on demand."""
 
@@ -642,7 +625,7 @@ def join_parts(raw: BinaryIO, path: str, parts: list[IndexPart], spacing: int, t
     def crc_between(first: int, end: int) -> int:
         crc = 0
         for piece in pieces[where[first] : where[end]]:
-            crc = _crc32_combine(crc, piece.crc, piece.end - piece.start)
+            crc = crc32_combine(crc, piece.crc, piece.end - piece.start)
         return crc
 
     member_start = 0

@@ -22,14 +22,14 @@ HTML.json.tar.gz``: a tar of NDJSON files, one article a line) is read in two st
    every whole interval it decodes, so a file changed or damaged since it was indexed
    fails the unit instead of feeding it wrong bytes.
 
-Why a hand-written decoder driver (ctypes to the system zlib, as ``indexed_gzip``'s
-zran.c does in C): checkpoints at bit offsets need ``inflate(Z_BLOCK)``,
+Why a hand-written decoder driver (ctypes to zlib-ng, ``clirmatrix.pipeline.inflate``, as
+``indexed_gzip``'s zran.c does in C with zlib): checkpoints at bit offsets need ``inflate(Z_BLOCK)``,
 ``inflatePrime`` and ``inflateSetDictionary``, which Python's ``zlib`` does not expose.
 The libraries that do, ``indexed_gzip`` 1.10.3 and ``rapidgzip`` 0.16.2, were measured
 to read a gzip file cut short as a shorter file without an error (indexed_gzip at 132,
 rapidgzip at 98 of 140 cut points; this module at none: ``bench/gzip_ranges_bench.py
 --truncation``), which this project must never do, and neither checks the bytes read
-through an imported index. ctypes releases the GIL around every zlib call, so the next
+through an imported index. ctypes releases the GIL around every inflate call, so the next
 compressed chunk is read in a thread meanwhile. See docs/scale.md, "One huge gzip dump".
 """
 
@@ -38,7 +38,6 @@ from __future__ import annotations
 import bisect
 import concurrent.futures
 import ctypes
-import ctypes.util
 import hashlib
 import heapq
 import struct
@@ -54,6 +53,7 @@ from isal import isal_zlib
 
 from clirmatrix.pipeline.badinput import CORRUPT_STREAM, TRUNCATED_STREAM, DamagedInputError
 from clirmatrix.pipeline.errors import InvalidInputError
+from clirmatrix.pipeline.inflate import Z_BLOCK, Z_BUF_ERROR, Z_DATA_ERROR, Z_MEM_ERROR, Z_NEED_DICT, Z_NO_FLUSH, Z_OK, Z_STREAM_END, Inflater
 
 FORMAT_VERSION = 1
 MAGIC = b"CLIRGZIX"
@@ -64,10 +64,6 @@ READ_SIZE = 4 << 20  # compressed bytes per read of ``raw``
 BUFFER = 8 << 20  # decoded bytes per buffer
 FINGERPRINT_BYTES = 65536  # bytes hashed at each end of the file to tell files of one size apart
 
-# zlib's constants (zlib.h)
-_Z_NO_FLUSH, _Z_BLOCK = 0, 5
-_Z_OK, _Z_STREAM_END, _Z_NEED_DICT = 0, 1, 2
-_Z_DATA_ERROR, _Z_MEM_ERROR, _Z_BUF_ERROR = -3, -4, -5
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -88,51 +84,6 @@ class NotATarError(InvalidInputError):
     """A .tar.gz whose decoded stream is not a tar archive."""
 
 
-# --- the system zlib, through ctypes -------------------------------------------------------
-
-
-class _ZStream(ctypes.Structure):
-    _fields_ = [
-        ("next_in", ctypes.c_void_p),
-        ("avail_in", ctypes.c_uint),
-        ("total_in", ctypes.c_ulong),
-        ("next_out", ctypes.c_void_p),
-        ("avail_out", ctypes.c_uint),
-        ("total_out", ctypes.c_ulong),
-        ("msg", ctypes.c_char_p),
-        ("state", ctypes.c_void_p),
-        ("zalloc", ctypes.c_void_p),
-        ("zfree", ctypes.c_void_p),
-        ("opaque", ctypes.c_void_p),
-        ("data_type", ctypes.c_int),
-        ("adler", ctypes.c_ulong),
-        ("reserved", ctypes.c_ulong),
-    ]
-
-
-_LIB: ctypes.CDLL | None = None
-
-
-def _zlib() -> ctypes.CDLL:
-    """The zlib shared library (the one Python's own ``zlib`` module uses on Linux), loaded once."""
-    global _LIB
-    if _LIB is None:
-        name = ctypes.util.find_library("z") or ctypes.util.find_library("zlib")
-        if name is None:
-            raise RuntimeError("gzip_ranges needs the zlib shared library (libz.so.1 on Linux); none was found")
-        lib = ctypes.CDLL(name)
-        pointer = ctypes.POINTER(_ZStream)
-        lib.zlibVersion.restype = ctypes.c_char_p
-        lib.inflateInit2_.argtypes = [pointer, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-        lib.inflateReset2.argtypes = [pointer, ctypes.c_int]
-        lib.inflate.argtypes = [pointer, ctypes.c_int]
-        lib.inflateEnd.argtypes = [pointer]
-        lib.inflatePrime.argtypes = [pointer, ctypes.c_int, ctypes.c_int]
-        lib.inflateSetDictionary.argtypes = [pointer, ctypes.c_char_p, ctypes.c_uint]
-        _LIB = lib
-    return _LIB
-
-
 def _address(buffer: bytearray) -> int:
     return ctypes.addressof((ctypes.c_char * len(buffer)).from_buffer(buffer))
 
@@ -148,14 +99,12 @@ class _Decoder:
     DATA, BOUNDARY, MEMBER, END = 0, 1, 2, 3
 
     def __init__(self, raw: BinaryIO, path: str, size: int) -> None:
-        self.lib = _zlib()
+        self.inflater = Inflater()
         self.raw, self.path, self.size = raw, path, size
-        self.stream = _ZStream()
-        self.ref = ctypes.byref(self.stream)
+        self.stream = self.inflater.stream
         self.chunk = b""
         self.chunk_start = 0
         self.chunk_address = 0
-        self.initialised = False
         self.wrapped = True  # decoding a gzip member with its header and trailer (False: raw, from a checkpoint)
         self.bits = 0
         self.members = 0
@@ -218,13 +167,7 @@ class _Decoder:
 
     # starting
     def _init(self, window_bits: int) -> None:
-        if self.initialised:
-            ret = self.lib.inflateReset2(self.ref, window_bits)
-        else:
-            ret = self.lib.inflateInit2_(self.ref, window_bits, self.lib.zlibVersion(), ctypes.sizeof(_ZStream))
-            self.initialised = ret == _Z_OK
-        if ret != _Z_OK:
-            raise MemoryError(f"zlib could not start a decoder (code {ret})")
+        self.inflater.reset(window_bits)
         self.wrapped = window_bits > 15
 
     def start_member(self, offset: int) -> None:
@@ -242,19 +185,18 @@ class _Decoder:
             self._load(offset - 1)
             value = self.chunk[0] >> (8 - bits) if self.chunk else 0
             self._skip(1)
-            if self.lib.inflatePrime(self.ref, bits, value) != _Z_OK:
-                raise MemoryError("zlib refused inflatePrime")
+            self.inflater.prime(bits, value)
         else:
             self._load(offset)
-        if window and self.lib.inflateSetDictionary(self.ref, window, len(window)) != _Z_OK:
-            raise MemoryError("zlib refused inflateSetDictionary")
+        if window:
+            self.inflater.set_dictionary(window)
 
     # decoding
     def _fail(self, out_pos: int, ret: int) -> GzipStreamError:
         where = f"at compressed byte {self.in_pos:,} of {self.size:,} (uncompressed byte {out_pos:,})"
-        if ret == _Z_BUF_ERROR:
+        if ret == Z_BUF_ERROR:
             return GzipStreamError(self.path, TRUNCATED_STREAM, f"the gzip stream is cut short {where}: download it again")
-        message = (self.stream.msg or b"").decode("ascii", "replace") or f"zlib error {ret}"
+        message = self.inflater.message() or f"zlib error {ret}"
         return GzipStreamError(self.path, CORRUPT_STREAM, f"the gzip stream is corrupt {where}: {message}")
 
     def inflate(self, address: int, space: int, out_pos: int, block: bool = False, until: int | None = None) -> tuple[int, int]:
@@ -267,22 +209,22 @@ class _Decoder:
         stream = self.stream
         while True:
             if stream.avail_in == 0 and not self._refill():
-                raise self._fail(out_pos, _Z_BUF_ERROR)
+                raise self._fail(out_pos, Z_BUF_ERROR)
             withheld = 0
             if until is not None and self.in_pos < until < self.in_pos + stream.avail_in:
                 withheld = self.in_pos + stream.avail_in - until
                 stream.avail_in -= withheld
             stream.next_out = address
             stream.avail_out = space
-            ret = self.lib.inflate(self.ref, _Z_BLOCK if block else _Z_NO_FLUSH)
+            ret = self.inflater.inflate(Z_BLOCK if block else Z_NO_FLUSH)
             stream.avail_in += withheld
             written = space - stream.avail_out
-            if ret == _Z_STREAM_END:
+            if ret == Z_STREAM_END:
                 return written, self._member_end(out_pos + written)
-            if ret not in (_Z_OK, _Z_BUF_ERROR):
-                if ret == _Z_MEM_ERROR:
+            if ret not in (Z_OK, Z_BUF_ERROR):
+                if ret == Z_MEM_ERROR:
                     raise MemoryError("zlib ran out of memory")
-                raise self._fail(out_pos + written, _Z_DATA_ERROR if ret == _Z_NEED_DICT else ret)
+                raise self._fail(out_pos + written, Z_DATA_ERROR if ret == Z_NEED_DICT else ret)
             if block and stream.data_type & 128 and not stream.data_type & 64:
                 self.bits = stream.data_type & 7
                 return written, self.BOUNDARY
@@ -321,9 +263,7 @@ class _Decoder:
         if self.reader is not None:
             self.reader.shutdown(wait=True)
             self.reader = None
-        if self.initialised:
-            self.lib.inflateEnd(self.ref)
-            self.initialised = False
+        self.inflater.close()
 
 
 # --- the index --------------------------------------------------------------------------------

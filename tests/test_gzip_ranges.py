@@ -15,7 +15,7 @@ import zlib
 
 import pytest
 
-from clirmatrix.pipeline import gzip_ranges
+from clirmatrix.pipeline import gzip_ranges, inflate
 from clirmatrix.pipeline.badinput import CORRUPT_STREAM, TRUNCATED_STREAM
 from clirmatrix.pipeline.errors import InputError
 
@@ -189,3 +189,17 @@ def test_plain_multi_member_gzip_is_one_member_read_across_gzip_members():
     for target in (1, 1 << 30):
         assert _all_lines(raw, index, target) == truth
     assert b"".join(gzip_ranges.read_range(io.BytesIO(raw), index, len(thirds[0]) - 3)) == data[len(thirds[0]) - 3 :]
+
+
+def test_zlib_ng_combines_crcs_and_resumes_raw_deflate_at_a_bit_offset():
+    """pipeline/inflate.py, the zlib-ng calls the ranges stand on: a CRC of two stretches from theirs, and a stream started mid-byte with its window."""
+    first, second = b"clirmatrix " * 3000, bytes(range(256)) * 50
+    assert inflate.crc32_combine(zlib.crc32(first), zlib.crc32(second), len(second)) == zlib.crc32(first + second)
+    assert inflate.crc32_combine(zlib.crc32(first), zlib.crc32(b""), 0) == zlib.crc32(first)
+    data = b"".join(_lines(5, 400))
+    index = gzip_ranges.build_index(io.BytesIO(gzip.compress(data, 6)), "lines.gz", spacing=gzip_ranges.MIN_SPACING)
+    resumed = [cp for cp in index.checkpoints if cp.bits]
+    assert resumed, "no checkpoint inside a byte: the test data is too regular"
+    raw = gzip.compress(data, 6)
+    for checkpoint in resumed[:3]:
+        assert b"".join(gzip_ranges.read_range(io.BytesIO(raw), index, checkpoint.out)) == data[checkpoint.out :]
