@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -46,7 +47,7 @@ def prepare(size: str) -> tuple[Path, Path]:
     return release, model
 
 
-def measure(model: str, release: Path, init: Path, steps: int, batch_size: int, max_len: int, device: str, workers: int) -> dict:
+def measure(model: str, release: Path, init: Path, steps: int, batch_size: int, max_len: int, device: str, workers: int, bf16: bool = True) -> dict:
     import torch
 
     from clirmatrix.models.arguments import TrainArguments
@@ -56,7 +57,7 @@ def measure(model: str, release: Path, init: Path, steps: int, batch_size: int, 
     from clirmatrix.models.trainer import Trainer
 
     args = TrainArguments(model=model, data=str(release), init=str(init), out=str(OUT / "unused"), batch_size=batch_size, max_len=max_len,
-                          calibration_docs=50, workers=workers, epochs=1, steps_per_epoch=steps + 2,
+                          calibration_docs=50, workers=workers, epochs=1, steps_per_epoch=steps + 2, bf16=bf16,
                           **({"loss": "in-batch"} if model == "bi-encoder" else {})).resolved()
     recipe = recipe_class(model)(args, init, pick_device(device))
     trainer = Trainer(recipe, args, OUT / "unused", dev_score=lambda: 0.0)
@@ -97,11 +98,13 @@ def measure(model: str, release: Path, init: Path, steps: int, batch_size: int, 
         "threads": torch.get_num_threads(),
         "batch_size": batch_size,
         "max_len": max_len,
+        "bf16": trainer.use_bf16,
         "steps": steps,
         "seconds_per_step": round(seconds / steps, 4),
         "examples_per_s": round(steps * batch_size / seconds, 1),
         "data_wait_share": round(waited[0] / seconds, 3),
         "gpu_utilisation": round(sum(samples) / len(samples), 1) if samples else None,
+        "gpu_utilisation_median": round(statistics.median(samples), 1) if samples else None,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "peak_cuda_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1) if cuda else None,
     }
@@ -126,16 +129,17 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--workers", default="0", help="comma list of DataLoader worker counts to compare, e.g. 0,2")
+    parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True, help="bf16 autocast on CUDA, as the trainer's own default (ignored on CPU)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure one model in this process
     options = parser.parse_args()
     release, init = prepare(options.size)
     if options.one:
-        print(json.dumps(measure(options.one, release, init, options.steps, options.batch_size, options.max_len, options.device, int(options.workers))))
+        print(json.dumps(measure(options.one, release, init, options.steps, options.batch_size, options.max_len, options.device, int(options.workers), options.bf16)))
         return
     results = []
     for model, workers in [(m, w) for m in options.models.split(",") for w in options.workers.split(",")]:
         command = [sys.executable, __file__, "--one", model, "--size", options.size, "--steps", str(options.steps), "--workers", workers,
-                   "--batch-size", str(options.batch_size), "--max-len", str(options.max_len), "--device", options.device]
+                   "--batch-size", str(options.batch_size), "--max-len", str(options.max_len), "--device", options.device, "--bf16" if options.bf16 else "--no-bf16"]
         line = subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
         result = {"size": options.size, **json.loads(line)}
         results.append(result)

@@ -68,7 +68,7 @@ class TrainArguments:
     model: str = _help(f"which baseline to train: {', '.join(MODELS)}", "cross-encoder")
     data: str = _help("a build or download root (the folder holding BI-139/, MULTI-8/, DOCS/)", "")
     init: str = _help("local HuggingFace model directory to start from (e.g. bert-base-multilingual-cased saved locally)", "")
-    cache_dir: str = _help("folder of the on-disk indexes of --data's gzip files (default: DATA/.cache/train); give one when DATA is read-only or shared", "")
+    cache_dir: str = _help("on-disk indexes of --data's files, named by content (default: $CLIRMATRIX_TRAIN_CACHE, else ~/.cache/clirmatrix/train); --data is never written", "")
     out: str = _help("run directory: args, checkpoints, the best model and evaluations", "")
     dataset: str = _help("query set: bi139-base, bi139-full or multi8", "bi139-base")
     src: str = _help("query language(s): a code, a comma list, or 'all' (the MULTI-8 languages)", "en")
@@ -78,9 +78,14 @@ class TrainArguments:
     steps_per_epoch: int | None = _help("optimizer steps per epoch", None)
     batch_size: int | None = _help("examples per optimizer step (pairs, triples, parallel pairs or windows)", None)
     grad_accum: int | None = _help(
-        "split each step's batch into this many micro-batches (less memory; in-batch losses then see a micro-batch's negatives); "
+        "split each step's batch into this many micro-batches (less memory; with --grad-cache the in-batch losses still see the whole batch); "
         "default: micro-batches of 128 (DAP) or 32 (CCP) when they divide --batch-size, else 1",
         None,
+    )
+    grad_cache: bool = _help(
+        "gradient caching: with --grad-accum above 1, the in-batch losses (DPR, contrastive, DAP's translation ranking) see the whole batch's negatives; "
+        "--no-grad-cache: each micro-batch's own",
+        True,
     )
     lr: float | None = _help("learning rate of the encoder", None)
     head_lr: float | None = _help("learning rate of task heads (cross-encoder's linear layer); default = --lr", None)

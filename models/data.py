@@ -4,18 +4,21 @@ Everything here yields strings and ids; tokenization is ``collate``'s job and no
 imports torch. The released files are gzip streams (English DOCS is ~2 GB), so random
 access comes from an on-disk SQLite index built once per file by streaming it:
 
-    >>> docs = DocStore("out/", "de")                 # builds out/.cache/train/DOCS/de.tsv.gz.sqlite once
+    >>> docs = DocStore("out/", "de")                 # builds ~/.cache/clirmatrix/train/DOCS/de.tsv.gz.{key}.sqlite once
     >>> docs["12"]                                     # 'Alan Smithee steht als ...'
     >>> queries = QueryStore("out/", "multi8", "en", "de", "train")
     >>> queries[0]                                     # QueryRecord(src_id='12', src_query=..., tgt_results=(('7', 6), ...))
     >>> pairs = mine_parallel_pairs("out/", [("en", "de")], kind="title")
     >>> write_parallel_tsv("out/parallel/en-de.tsv", pairs)
 
-**[ours]** The index of ``{root}/{release path}`` lives at ``{cache_dir}/{release path}.sqlite``
-(``cache_dir`` defaults to ``{root}/.cache/train``, a dot-folder that ``validate`` and
-``walk_release`` pass over; give another one, ``train --cache-dir``, when the root is
-read-only or shared). It records the
-size and mtime of its source file(s) and is rebuilt when they change. Building writes a
+**[ours]** The index of ``{root}/{release path}`` lives at
+``{cache_dir}/{release path}.{key}.sqlite``, ``key`` a digest of the source file's content
+(``content_key``), so training never writes under the data folder, two copies of a file
+share one index, and a changed file gets a new one. ``cache_dir`` is ``train
+--cache-dir``, else ``$CLIRMATRIX_TRAIN_CACHE``, else ``{user cache}/train``
+(``$CLIRMATRIX_CACHE/train`` or ``~/.cache/clirmatrix/train``). A file's digest is computed once (a streamed
+SHA-256) and remembered under ``{cache_dir}/.digests`` with the size, mtime and inode it
+was computed for. Building writes a
 unique temporary file that ``os.replace`` puts in place, under an advisory lock, so
 several torchrun ranks can open the same store at once: one builds, the others wait and
 then read. Readers open the file read-only, once per process (forked DataLoader workers
@@ -25,6 +28,8 @@ reopen it).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import os
 import re
@@ -39,10 +44,11 @@ from isal import igzip
 
 from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.errors import InvalidInputError
+from clirmatrix.pipeline.fingerprint import fingerprint
 from clirmatrix.pipeline.jsonl import QueryRecord, iter_lines, iter_queries, parse_query
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.loader import QuerySplit, documents
-from clirmatrix.pipeline.localio import atomic_path, atomic_write
+from clirmatrix.pipeline.localio import atomic_path, atomic_write, user_cache_dir
 from clirmatrix.pipeline.truncate import SENTENCE_SPLIT
 
 try:  # POSIX; elsewhere concurrent builders each build and the last os.replace wins
@@ -73,16 +79,19 @@ class _SqliteIndex:
     """A SQLite file derived from released file(s), rebuilt when any source changes.
 
     Subclasses give ``_SCHEMA`` (the CREATE statements), ``_INSERT`` and ``_rows()``; the
-    base keeps the fingerprint (size and mtime of every source) in a ``meta`` table.
+    base keeps the fingerprint (the content keys of the sources) in a ``meta`` table.
     """
 
     _TABLE: str = ""
     _SCHEMA: str = ""
     _INSERT: str = ""
 
-    def __init__(self, sources: Sequence[Path], index_path: Path) -> None:
+    def __init__(self, sources: Sequence[Path], cache_dir: str | os.PathLike | None, name: str) -> None:
+        """``name``: the index's path below the cache folder, before its key (the release path of its source)."""
         self.sources = list(sources)
-        self.index_path = index_path
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.key = content_key(self.sources, self.cache_dir)
+        self.index_path = self.cache_dir / f"{name}.{self.key}.sqlite"
         self.built = False  # whether this object (re)built the index
         self._connection: sqlite3.Connection | None = None
         self._pid = -1
@@ -92,11 +101,7 @@ class _SqliteIndex:
     # Freshness and building
 
     def _fingerprint(self) -> str:
-        parts = []
-        for source in self.sources:
-            stat = source.stat()
-            parts.append(f"{source.name}:{stat.st_size}:{stat.st_mtime_ns}")
-        return "|".join(parts)
+        return self.key
 
     def _stored_fingerprint(self) -> str | None:
         if not self.index_path.is_file():
@@ -198,9 +203,35 @@ class _SqliteIndex:
         return self.count
 
 
-def _index_path(root: Path, cache_dir: str | os.PathLike | None, release_path: str) -> Path:
-    base = Path(cache_dir) if cache_dir is not None else root / ".cache" / "train"
-    return base / f"{release_path}.sqlite"
+def default_cache_dir() -> Path:
+    """Where training's indexes go unless ``--cache-dir`` says otherwise: ``$CLIRMATRIX_TRAIN_CACHE``, else the user's cache folder's ``train/``."""
+    return Path(os.environ.get("CLIRMATRIX_TRAIN_CACHE") or user_cache_dir() / "train")
+
+
+def content_key(sources: Sequence[Path], cache_dir: Path) -> str:
+    """A short key of the sources' contents, in order: what an index of them is named by."""
+    return fingerprint([_content_digest(source, cache_dir) for source in sources])[:16]
+
+
+def _content_digest(source: Path, cache_dir: Path) -> str:
+    """SHA-256 of a file's bytes, remembered for its size, mtime and inode (a rewritten file is hashed again)."""
+    stat = source.stat()
+    stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+    memo = cache_dir / ".digests" / f"{fingerprint(str(source.resolve()))}.json"
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        known = json.loads(memo.read_text())
+        if known["stamp"] == stamp:
+            return known["sha256"]
+    hasher = hashlib.sha256()
+    with open(source, "rb") as handle:
+        while chunk := handle.read(8 << 20):
+            hasher.update(chunk)
+    digest = hasher.hexdigest()
+    with contextlib.suppress(OSError):  # a read-only cache folder still works: the digest is recomputed next time
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(memo) as out:
+            out.write(json.dumps({"path": str(source.resolve()), "stamp": stamp, "sha256": digest}).encode())
+    return digest
 
 
 class DocStore(_SqliteIndex):
@@ -220,7 +251,7 @@ class DocStore(_SqliteIndex):
         relative = layout.docs_file("docs-full" if full else "docs", lang)
         self.path = self.root / relative
         documents(self.root, lang, full)  # raises FileNotFoundError with the download hint
-        super().__init__([self.path], _index_path(self.root, cache_dir, relative))
+        super().__init__([self.path], cache_dir, relative)
 
     def _rows(self) -> Iterator[tuple[str, str]]:
         return documents(self.root, self.lang, self.full)
@@ -267,7 +298,7 @@ class QueryStore(_SqliteIndex):
     def __init__(self, root: str | os.PathLike, dataset: str, src: str, tgt: str, split: str, cache_dir: str | os.PathLike | None = None) -> None:
         self.root, self.dataset, self.src, self.tgt, self.split = Path(root), dataset, src, tgt, split
         self.path = QuerySplit(root, dataset, src, tgt, split).path  # raises FileNotFoundError with the download hint
-        super().__init__([self.path], _index_path(self.root, cache_dir, layout.query_file(dataset, src, tgt, split)))
+        super().__init__([self.path], cache_dir, layout.query_file(dataset, src, tgt, split))
 
     def _rows(self) -> Iterator[tuple[int, bytes]]:
         name = os.fspath(self.path)
@@ -301,7 +332,7 @@ class _TitleIndex(_SqliteIndex):
 
     def __init__(self, root: Path, dataset: str, lang: str, cache_dir: str | os.PathLike | None) -> None:
         sources = _query_files_from(root, dataset, lang)
-        super().__init__(sources, _index_path(root, cache_dir, f"{_query_folder(dataset, lang)}/titles"))
+        super().__init__(sources, cache_dir, f"{_query_folder(dataset, lang)}/titles")
 
     def _rows(self) -> Iterator[tuple[str, str]]:
         for source in self.sources:

@@ -163,22 +163,14 @@ class Trainer:
     # -- the loop ------------------------------------------------------------------------
 
     def step(self, batches: Iterator[Batch]) -> dict[str, torch.Tensor]:
-        """One optimizer step over the next ``grad_accum`` micro-batches, every loss term back-propagated as it comes.
+        """One optimizer step over the next ``grad_accum`` micro-batches.
 
         Returns the step's losses as device tensors: reading them is the caller's sync.
         """
         args = self.args
         self.recipe.module.train()
-        totals: dict[str, torch.Tensor] = {}
-        for index in range(args.grad_accum):
-            batch = to_device(next(batches), self.recipe.device)
-            torch.manual_seed(dropout_seed(args.seed, self.process.rank, self.state.step, index))
-            with torch.autocast(device_type=self.recipe.device.type, dtype=torch.bfloat16, enabled=self.use_bf16):
-                for terms in self.recipe.losses(batch, self.state.step):
-                    total = sum(self.recipe.weight(name) * loss for name, loss in terms.items())
-                    (total / args.grad_accum).backward()
-                    for name, loss in terms.items():
-                        totals[name] = totals.get(name, 0.0) + loss.detach().double() / args.grad_accum
+        micro = [to_device(next(batches), self.recipe.device) for _ in range(args.grad_accum)]
+        totals = self.backward(micro)
         distributed.average_gradients(self.parameters, self.process)
         torch.nn.utils.clip_grad_norm_(self.parameters, args.max_grad_norm)
         self.optimizer.step()
@@ -186,6 +178,76 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         self.state.step += 1
         return totals
+
+    def backward(self, micro: list[Batch]) -> dict[str, torch.Tensor]:
+        """The gradients of one step's micro-batches (on the device), added to the parameters'; the step's mean loss terms.
+
+        With ``--grad-cache`` (the default) and several micro-batches, a recipe with
+        in-batch losses has them computed over the whole batch by gradient caching
+        (``_cached_backward``); otherwise each micro-batch back-propagates its own loss
+        terms as they come (their negatives are the micro-batch's).
+        """
+        if self.args.grad_cache and len(micro) > 1:
+            totals = self._cached_backward(micro)
+            if totals is not None:
+                return totals
+        totals: dict[str, torch.Tensor] = {}
+        for index, batch in enumerate(micro):
+            torch.manual_seed(self._dropout_seed(index))
+            with self._autocast():
+                for terms in self.recipe.losses(batch, self.state.step):
+                    total = sum(self.recipe.weight(name) * loss for name, loss in terms.items())
+                    (total / len(micro)).backward()
+                    for name, loss in terms.items():
+                        totals[name] = totals.get(name, 0.0) + loss.detach().double() / len(micro)
+        return totals
+
+    def _cached_backward(self, micro: list[Batch]) -> dict[str, torch.Tensor] | None:
+        """Gradient caching (Gao et al. 2021, "Scaling Deep Contrastive Learning Batch Size under Memory Limited Setup").
+
+        1. Each micro-batch's vectors without autograd (``Recipe.vectors``); 2. the
+        in-batch losses over all of them at once, back-propagated to the vectors alone
+        (``Recipe.batch_losses``: the whole batch's negatives, gathered over the
+        processes as without caching); 3. each micro-batch again with autograd, its
+        vectors back-propagated with the gradient step 2 left on them, with its local
+        terms. Only one micro-batch's activations are ever held. Each micro-batch's
+        forward passes draw the same dropout (one seed), so the gradients are those of
+        the whole batch computed at once. None: the recipe's losses are not in-batch.
+        """
+        step = self.state.step
+        parts = []
+        with torch.no_grad():
+            for index, batch in enumerate(micro):
+                torch.manual_seed(self._dropout_seed(index))
+                with self._autocast():
+                    found = self.recipe.vectors(batch, step)
+                if found is None:
+                    return None
+                parts.append(found[0])
+        whole = {name: torch.cat([part[name] for part in parts]).float().requires_grad_() for name in parts[0]}
+        with self._autocast():
+            terms = self.recipe.batch_losses(whole, micro[0], step)
+        sum(self.recipe.weight(name) * loss for name, loss in terms.items()).backward()
+        totals = {name: loss.detach().double() for name, loss in terms.items()}
+        start = dict.fromkeys(whole, 0)
+        for index, (batch, part) in enumerate(zip(micro, parts)):
+            torch.manual_seed(self._dropout_seed(index))
+            with self._autocast():
+                vectors, local = self.recipe.vectors(batch, step, local=True)
+                surrogate = sum((vectors[name].float() * whole[name].grad[start[name] : start[name] + len(part[name])]).sum() for name in whole)
+                for name, loss in local.items():
+                    surrogate = surrogate + self.recipe.weight(name) * loss / len(micro)
+                    totals[name] = totals.get(name, 0.0) + loss.detach().double() / len(micro)
+            surrogate.backward()
+            for name in whole:
+                start[name] += len(part[name])
+        return totals
+
+    def _dropout_seed(self, index: int) -> int:
+        return dropout_seed(self.args.seed, self.process.rank, self.state.step, index)
+
+    def _autocast(self) -> torch.autocast:
+        return torch.autocast(device_type=self.recipe.device.type, dtype=torch.bfloat16, enabled=self.use_bf16)
 
     def train(self, progress: Callable[[int, int, dict[str, float]], None] | None = None) -> TrainState:
         """Train to the end (or from the last checkpoint to the end); returns the final state."""

@@ -24,6 +24,11 @@ from clirmatrix.pipeline.errors import InvalidInputError
 STREAM_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)
 
 
+def user_cache_dir() -> Path:
+    """The user's cache folder for clirmatrix: ``$CLIRMATRIX_CACHE``, else ``~/.cache/clirmatrix``."""
+    return Path(os.environ.get("CLIRMATRIX_CACHE") or Path.home() / ".cache" / "clirmatrix")
+
+
 def md5_of(stream: IO[bytes], chunk: int = 8 << 20) -> str:
     """Hex md5 of everything left in a binary stream, read in chunks (any file object: local or Beam's)."""
     digest = hashlib.md5()

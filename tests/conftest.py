@@ -25,6 +25,18 @@ def pytest_collection_modifyitems(config, items) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_train_cache(tmp_path_factory):
+    """Training's indexes go to a folder of the session's (child processes too), never to the user's cache."""
+    saved = os.environ.get("CLIRMATRIX_TRAIN_CACHE")
+    os.environ["CLIRMATRIX_TRAIN_CACHE"] = str(tmp_path_factory.mktemp("train-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("CLIRMATRIX_TRAIN_CACHE", None)
+    else:
+        os.environ["CLIRMATRIX_TRAIN_CACHE"] = saved
+
+
 def real_fixture(*parts: str) -> Path:
     """A file of the real samples, or a skip saying where it was looked for."""
     path = FIXTURES.joinpath(*parts)

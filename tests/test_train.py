@@ -398,8 +398,9 @@ def test_all_to_all_on_multi8_is_the_56_directions_of_the_multilingual_model():
         resolve_directions("en", "en")
 
 
-def test_a_cache_dir_leaves_the_data_folder_as_it_was(toy, tmp_path):
-    """Training from a shared or read-only download: the indexes go to --cache-dir, nothing is written under --data."""
+@pytest.mark.parametrize("given", [False, True], ids=["default cache", "--cache-dir"])
+def test_training_and_mining_leave_the_data_folder_as_it_was(toy, tmp_path, monkeypatch, given):
+    """Training from a shared or read-only download: the indexes go to the user's cache (or --cache-dir), nothing is written under --data."""
     import shutil
 
     from conftest import released
@@ -408,14 +409,17 @@ def test_a_cache_dir_leaves_the_data_folder_as_it_was(toy, tmp_path):
     shutil.copytree(toy[0], release, ignore=shutil.ignore_patterns(".cache"))
     before = released(release)
     cache = tmp_path / "cache"
-    args = toy_args((release, toy[1]), tmp_path, **{**QUICK, "epochs": 1, "steps_per_epoch": 2, "cache_dir": str(cache)})
+    monkeypatch.setenv("CLIRMATRIX_TRAIN_CACHE", str(tmp_path / "user-cache"))
+    args = toy_args((release, toy[1]), tmp_path, **{**QUICK, "epochs": 1, "steps_per_epoch": 2, "cache_dir": str(cache) if given else ""})
     assert run_training(args, show_progress=False).done
     dap = dataclasses.replace(args, model="dap", loss=None).resolved()
     assert recipe_class("dap")(dap, dap.init, torch.device("cpu")).parallel_pairs()  # mining reads the title indexes
     assert released(release) == before
-    built = {str(p.relative_to(cache)) for p in cache.rglob("*.sqlite")}
-    assert "DOCS/de.tsv.gz.sqlite" in built and any(path.startswith("BI-139/") and "train" in path for path in built)
-    assert any(path.endswith("titles.sqlite") for path in built)
+    used = cache if given else tmp_path / "user-cache"
+    built = {str(p.relative_to(used)) for p in used.rglob("*.sqlite")}
+    assert any(path.startswith("DOCS/de.tsv.gz.") for path in built) and any(path.startswith("BI-139/") and "train" in path for path in built)
+    assert any("/titles." in path for path in built)
+    assert not (tmp_path / ("user-cache" if given else "cache")).exists()
 
 
 @pytest.mark.parametrize(
@@ -553,3 +557,68 @@ def test_defaults_give_the_papers_batches_and_schedules():
     assert TrainArguments(model="cross-encoder").resolved().warmup_steps == 0  # CEDR: constant rate
     assert TrainArguments(model="bi-encoder").resolved().warmup_steps == 128  # 10% of 20 x 64 steps
     assert TrainArguments(model="bi-encoder", epochs=1, steps_per_epoch=50).resolved().warmup_steps == 5
+
+
+# Gradient caching
+
+from grad_cache_ranks import dpr_trainer, micro_batches_of, without_dropout  # noqa: E402
+
+
+def step_gradients(trainer, micro: list[dict], cache: bool) -> tuple[dict[str, float], list[torch.Tensor]]:
+    """The loss terms and parameter gradients of one step's micro-batches (no optimizer step)."""
+    trainer.args = dataclasses.replace(trainer.args, grad_cache=cache)
+    trainer.recipe.module.train()
+    trainer.optimizer.zero_grad(set_to_none=True)
+    totals = trainer.backward(micro)
+    return {name: float(value) for name, value in totals.items()}, [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in trainer.parameters]
+
+
+@pytest.mark.parametrize(
+    "model, settings",
+    [("bi-encoder", {"loss": "in-batch"}), ("contrastive", {"semantic_weight": 0.5, "language_weight": 0.5}), ("dap", {"rtl_weight": 0.0})],
+    ids=["dpr", "contrastive", "dap"],
+)  # fmt: skip
+def test_gradient_caching_gives_the_whole_batchs_losses_and_gradients(toy, tmp_path, model, settings):
+    """Four micro-batches with caching = the batch at once (same in-batch negatives); without, each sees its own negatives only."""
+    from clirmatrix.models.trainer import Trainer
+
+    size = 8
+    args = toy_args(toy, tmp_path, model=model, batch_size=size, grad_accum=4, **settings).resolved()
+    recipe = recipe_class(model)(args, args.init, torch.device("cpu"))
+    without_dropout(recipe)
+    trainer = Trainer(recipe, args, tmp_path / "run", dev_score=lambda: 0.0)
+    batch = recipe.draw(random.Random(1), size, 0, random.Random(2))
+    whole_losses, whole = step_gradients(trainer, [batch], cache=True)
+    cached_losses, cached = step_gradients(trainer, micro_batches_of(batch, size, 4), cache=True)
+    plain_losses, plain = step_gradients(trainer, micro_batches_of(batch, size, 4), cache=False)
+    in_batch = [name for name in whole_losses if name != "rtl"]  # RTL is a token mean: per micro-batch either way
+    assert in_batch and {name: cached_losses[name] for name in in_batch} == pytest.approx({name: whole_losses[name] for name in in_batch}, rel=1e-5)
+    assert any(cached_losses[name] != pytest.approx(plain_losses[name], rel=1e-3) for name in in_batch)
+    def off(ours: list[torch.Tensor]) -> float:  # the gradient's error, relative to its size
+        return float(torch.cat([(a - b).flatten() for a, b in zip(ours, whole)]).norm() / torch.cat([b.flatten() for b in whole]).norm())
+
+    assert off(cached) < 5e-5 and off(plain) > 1e-3  # float rounding (measured 2-4e-6), against another loss (9e-3 to 0.5)
+
+
+@pytest.mark.slow
+def test_gradient_caching_over_two_processes_equals_one_process_holding_the_batch(toy, tmp_path):
+    """torchrun, 2 processes of 2 micro-batches of 2: the gathered in-batch loss's averaged gradients are those of the 8 examples at once."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    release, model = toy
+    out = tmp_path / "ranks"
+    out.mkdir()
+    worker = Path(__file__).with_name("grad_cache_ranks.py")
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(worker), str(release), str(model), str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    trainer, batch = dpr_trainer(str(release), str(model), tmp_path / "alone", 8, 1)
+    trainer.recipe.module.train()
+    trainer.backward([batch])
+    whole = [parameter.grad for parameter in trainer.parameters]
+    ranks = torch.load(out / "grads.pt", weights_only=True)
+    error = torch.cat([(a - b).flatten() for a, b in zip(ranks, whole)]).norm() / torch.cat([b.flatten() for b in whole]).norm()
+    assert error < 5e-5

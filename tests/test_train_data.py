@@ -6,6 +6,7 @@ import gzip
 import os
 import pickle
 import random
+import shutil
 import threading
 from collections import Counter
 from pathlib import Path
@@ -17,6 +18,7 @@ from clirmatrix.models.data import (
     ParallelPair,
     QueryRecord,
     QueryStore,
+    default_cache_dir,
     mine_parallel_pairs,
     multi8_directions,
     read_parallel_tsv,
@@ -106,6 +108,12 @@ def identity(path: Path) -> tuple[int, int]:
     return stat.st_ino, stat.st_mtime_ns
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    """Each test builds its indexes afresh: they are named by content, and the fixtures' files repeat across tests."""
+    monkeypatch.setenv("CLIRMATRIX_TRAIN_CACHE", str(tmp_path / "train-cache"))
+
+
 # DocStore
 
 
@@ -117,7 +125,8 @@ def test_docstore_returns_the_files_texts(release):
     assert "007" in store and "7" not in store
     assert store.get_many(["3", "1", "3"]) == [DOCS["en"]["3"], DOCS["en"]["1"], DOCS["en"]["3"]]
     assert DocStore(release, "ja")["30"] == DOCS["ja"]["30"]
-    assert store.index_path == release / ".cache" / "train" / "DOCS" / "en.tsv.gz.sqlite"
+    assert store.index_path == default_cache_dir() / "DOCS" / f"en.tsv.gz.{store.key}.sqlite"
+    assert not (release / ".cache").exists()  # the data folder is not written
 
 
 def test_docstore_key_error_names_the_id_and_the_file(release):
@@ -152,9 +161,24 @@ def test_docstore_rebuilds_only_when_the_source_changes(release):
 
 def test_docstore_cache_dir_leaves_the_root_alone(release, tmp_path):
     store = DocStore(release, "en", cache_dir=tmp_path / "cache")
-    assert store.index_path == tmp_path / "cache" / "DOCS" / "en.tsv.gz.sqlite"
+    assert store.index_path.parent == tmp_path / "cache" / "DOCS" and store.index_path.is_file()
     assert store["1"] == DOCS["en"]["1"]
     assert not (release / ".cache").exists()
+
+
+def test_indexes_are_named_by_content_so_copies_share_one(release, tmp_path):
+    """A copy of the data elsewhere (another mount, another user's download) uses the index already built; a file's digest is computed once."""
+    cache = tmp_path / "cache"
+    first = DocStore(release, "ja", cache_dir=cache)
+    copy = tmp_path / "copy"
+    shutil.copytree(release, copy)
+    again = DocStore(copy, "ja", cache_dir=cache)
+    assert first.built and not again.built and again.index_path == first.index_path
+    assert again["30"] == DOCS["ja"]["30"]
+    assert len(list((cache / ".digests").iterdir())) == 2  # one a file path
+    write_docs(copy, "ja", {"30": "Changed."})
+    changed = DocStore(copy, "ja", cache_dir=cache)
+    assert changed.built and changed.key != first.key and changed["30"] == "Changed."
 
 
 def test_docstore_concurrent_openers_and_pickling(release):

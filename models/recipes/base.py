@@ -107,7 +107,7 @@ class Recipe:
         self.args = args
         self.device = device
         self.directions = resolve_directions(args.src, args.tgt)
-        self.cache_dir = args.cache_dir or None  # where the stores' indexes go (None: beside --data)
+        self.cache_dir = args.cache_dir or None  # where the stores' indexes go (None: data.default_cache_dir())
         self.backbone = Path(backbone)
         self.tokenizer = load_tokenizer(backbone)
         self.collator = Collator(self.tokenizer, args.max_len, args.max_query_len, device)  # scoring: tensors on the device
@@ -144,6 +144,22 @@ class Recipe:
     def weight(self, term: str) -> float:
         """The weight of a named loss term in the objective (1 unless the recipe says otherwise)."""
         return 1.0
+
+    # Gradient caching (Gao et al. 2021; ``trainer.Trainer.step``): a recipe whose losses compare a
+    # batch's examples with each other defines both halves; the others return None from ``vectors``.
+
+    def vectors(self, batch: Batch, step: int, local: bool = False) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]] | None:
+        """A micro-batch's vectors that the in-batch losses compare, by name, and (``local``) its loss terms that need no other micro-batch.
+
+        Each named tensor's rows are the micro-batch's own, in order: the whole batch's
+        are the micro-batches' concatenated. None: this micro-batch's losses are not
+        in-batch (every micro-batch back-propagates its own, as without caching).
+        """
+        return None
+
+    def batch_losses(self, vectors: dict[str, torch.Tensor], batch: Batch, step: int) -> dict[str, torch.Tensor]:
+        """The in-batch loss terms over the whole batch's ``vectors`` (``batch``: its first micro-batch, for plain values)."""
+        raise NotImplementedError(f"{type(self).__name__} has no in-batch losses")
 
     def ranker(self) -> Ranker:
         raise NotImplementedError

@@ -40,8 +40,16 @@ class BiEncoderRecipe(Recipe):
         if self.args.loss == "cosine":
             yield {"cosine": cosine_regression(query_vectors, self.module(batch["docs"]), batch["labels"], max_label=MAX_LABEL)}
         else:
-            query_vectors, passage_vectors = gather_pairs(query_vectors, self.module(batch["passages"]))
-            yield {"in_batch": in_batch_nll(query_vectors, passage_vectors, similarity="cosine", temperature=self.args.temperature)}
+            yield self.batch_losses(dpr_vectors(self.module, self.module, batch), batch, step)
+
+    def vectors(self, batch: Batch, step: int, local: bool = False) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]] | None:
+        if self.args.loss == "cosine":
+            return None
+        return dpr_vectors(self.module, self.module, batch), {}
+
+    def batch_losses(self, vectors: dict[str, torch.Tensor], batch: Batch, step: int) -> dict[str, torch.Tensor]:
+        query_vectors, passage_vectors = gather_dpr(vectors)
+        return {"in_batch": in_batch_nll(query_vectors, passage_vectors, similarity="cosine", temperature=self.args.temperature)}
 
     def _draw_triples(self, rng: random.Random, size: int) -> Batch:
         """Pointwise (query, document, label) triples (§2a)."""
@@ -83,3 +91,15 @@ def draw_dpr_batch(recipe: Recipe, rng: random.Random, size: int) -> Batch:
         "queries": recipe.drawing.texts([q for q, _, _ in examples]),
         "passages": recipe.drawing.texts([p for _, p, _ in examples] + [n for _, _, n in examples]),
     }
+
+
+def dpr_vectors(query_encoder: nn.Module, passage_encoder: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
+    """A DPR micro-batch's vectors: its queries, their positives and their hard negatives, apart (``draw_dpr_batch``'s passages are both)."""
+    passages = passage_encoder(batch["passages"])
+    n = passages.shape[0] // 2
+    return {"queries": query_encoder(batch["queries"]), "positives": passages[:n], "negatives": passages[n:]}
+
+
+def gather_dpr(vectors: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every process's queries, and the passages in_batch_nll compares them with (all positives, then all hard negatives)."""
+    return gather_pairs(vectors["queries"], torch.cat([vectors["positives"], vectors["negatives"]]))

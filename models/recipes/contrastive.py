@@ -12,13 +12,14 @@ from __future__ import annotations
 import copy
 import random
 
+import torch
 from torch import nn
 
 from clirmatrix.models.distributed import gather
 from clirmatrix.models.losses import in_batch_nll, language_contrastive, semantic_contrastive
 from clirmatrix.models.modeling.encoder import Encoder, base_model
-from clirmatrix.models.recipes.base import Batch, DualEncoderRanker, LossTerms, Ranker, Recipe, gather_pairs
-from clirmatrix.models.recipes.bi_encoder import draw_dpr_batch
+from clirmatrix.models.recipes.base import Batch, DualEncoderRanker, LossTerms, Ranker, Recipe
+from clirmatrix.models.recipes.bi_encoder import dpr_vectors, draw_dpr_batch, gather_dpr
 
 
 class ContrastiveRecipe(Recipe):
@@ -40,15 +41,30 @@ class ContrastiveRecipe(Recipe):
         return {**batch, "parallel": self.drawing.texts([p.text_a for p in pairs] + [p.text_b for p in pairs] + extra)}
 
     def losses(self, batch: Batch, step: int) -> LossTerms:
-        query_vectors, passage_vectors = gather_pairs(self.module["query"](batch["queries"]), self.module["passage"](batch["passages"]))
-        yield {"ir": in_batch_nll(query_vectors, passage_vectors, similarity="dot")}
-        del query_vectors, passage_vectors
-        if "parallel" not in batch:
-            return
+        yield self._ir(dpr_vectors(self.module["query"], self.module["passage"], batch))
+        if "parallel" in batch:  # the retrieval graph is freed before the parallel texts are encoded
+            yield self._parallel(self._parallel_vectors(batch))
+
+    def vectors(self, batch: Batch, step: int, local: bool = False) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]] | None:
+        vectors = dpr_vectors(self.module["query"], self.module["passage"], batch)
+        if "parallel" in batch:
+            vectors.update(self._parallel_vectors(batch))
+        return vectors, {}
+
+    def batch_losses(self, vectors: dict[str, torch.Tensor], batch: Batch, step: int) -> dict[str, torch.Tensor]:
+        return {**self._ir(vectors), **(self._parallel(vectors) if "side_a" in vectors else {})}
+
+    def _ir(self, vectors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {"ir": in_batch_nll(*gather_dpr(vectors), similarity="dot")}
+
+    def _parallel_vectors(self, batch: Batch) -> dict[str, torch.Tensor]:
         vectors = self.module["passage"](batch["parallel"])
         size = vectors.shape[0] // 3  # side a, side b, then as many other documents
-        side_a, side_b, others = gather(vectors[:size]), gather(vectors[size : 2 * size]), gather(vectors[2 * size :])
-        yield {"semantic": semantic_contrastive(side_a, side_b, self.args.temperature), "language": language_contrastive(side_a, side_b, others)}
+        return {"side_a": vectors[:size], "side_b": vectors[size : 2 * size], "others": vectors[2 * size :]}
+
+    def _parallel(self, vectors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        side_a, side_b, others = gather(vectors["side_a"]), gather(vectors["side_b"]), gather(vectors["others"])
+        return {"semantic": semantic_contrastive(side_a, side_b, self.args.temperature), "language": language_contrastive(side_a, side_b, others)}
 
     def init_transformer(self) -> nn.Module:
         return self.module["passage"].transformer  # the encoder every loss trains

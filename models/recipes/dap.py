@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 
+import torch
 from torch import nn
 
 from clirmatrix.models.distributed import gather
@@ -41,16 +42,25 @@ class DapRecipe(Recipe):
         return {"source": self.drawing.texts(sources), "target": self.drawing.texts(targets)}
 
     def losses(self, batch: Batch, step: int) -> LossTerms:
+        vectors, local = self.vectors(batch, step, local=True)
+        yield {**self.batch_losses(vectors, batch, step), **local}
+
+    def vectors(self, batch: Batch, step: int, local: bool = False) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]] | None:
+        """The CLS vectors of both sides (translation ranking compares them over the batch); ``local``: the RTL term, from the source's states."""
         encoder, source, target = self.module["encoder"], batch["source"], batch["target"]
         source_states = encoder.states(source)
-        target_cls = encoder.states(target)[:, 0]
-        projection = self.module["projection"]
-        tr = translation_ranking(gather(projection(source_states[:, 0])), gather(projection(target_cls)), scale=TR_SCALE, similarity="cosine")
+        vectors = {"source": source_states[:, 0], "target": encoder.states(target)[:, 0]}
+        if not local:
+            return vectors, {}
         target_mask = target["attention_mask"].clone()
         target_mask[:, 0] = 0  # the target's leading special token is not predicted (docs/models.md §4)
         logits = self.module["rtl"](source_states, source["attention_mask"], target_mask)
         labels = target["input_ids"].masked_fill(target_mask == 0, IGNORE)
-        yield {"tr": tr, "rtl": rtl_loss(logits, labels, ignore_index=IGNORE)}
+        return vectors, {"rtl": rtl_loss(logits, labels, ignore_index=IGNORE)}
+
+    def batch_losses(self, vectors: dict[str, torch.Tensor], batch: Batch, step: int) -> dict[str, torch.Tensor]:
+        projection = self.module["projection"]
+        return {"tr": translation_ranking(gather(projection(vectors["source"])), gather(projection(vectors["target"])), scale=TR_SCALE, similarity="cosine")}
 
     def init_transformer(self) -> nn.Module:
         return self.module["encoder"].transformer

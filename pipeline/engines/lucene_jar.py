@@ -22,6 +22,8 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from clirmatrix.pipeline.localio import user_cache_dir
+
 PYSERINI = "pyserini==1.6.0"
 JAR_NAME = "anserini-1.7.1-fatjar.jar"
 LUCENE_VERSION = "9.9.1"
@@ -34,8 +36,8 @@ class LuceneUnavailable(RuntimeError):
 
 
 def cache_dir() -> Path:
-    """Where the jar and compiled classes live: ``$CLIRMATRIX_CACHE`` or ``~/.cache/clirmatrix``."""
-    return Path(os.environ.get("CLIRMATRIX_CACHE") or Path.home() / ".cache" / "clirmatrix")
+    """Where the jar and compiled classes live: the user's cache folder (``localio.user_cache_dir``)."""
+    return user_cache_dir()
 
 
 def _java_version(home: Path) -> int | None:
