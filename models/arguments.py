@@ -83,7 +83,7 @@ class TrainArguments:
         None,
     )
     grad_cache: bool = _help(
-        "gradient caching: with --grad-accum above 1, the in-batch losses (DPR, contrastive, DAP's translation ranking) see the whole batch's negatives; "
+        "gradient caching: with --grad-accum above 1, the in-batch losses (DPR, contrastive, DAP's translation ranking, CCP) see the whole batch's negatives; "
         "--no-grad-cache: each micro-batch's own",
         True,
     )

@@ -50,7 +50,7 @@ class MicroBatches(Dataset):
     def __getitem__(self, number: int) -> Batch:
         step, index = divmod(number, self.grad_accum)
         own = random.Random(draw_key(self.seed, self.rank, step, index))
-        shared = random.Random(draw_key(self.seed, -1, step, index))  # the same in every process
+        shared = random.Random(draw_key(self.seed, -1, step, 0))  # the same in every process and micro-batch of the step
         return self.recipe.draw(own, self.micro, step, shared)
 
 

@@ -564,8 +564,14 @@ def test_defaults_give_the_papers_batches_and_schedules():
 from grad_cache_ranks import dpr_trainer, micro_batches_of, without_dropout  # noqa: E402
 
 
-def step_gradients(trainer, micro: list[dict], cache: bool) -> tuple[dict[str, float], list[torch.Tensor]]:
-    """The loss terms and parameter gradients of one step's micro-batches (no optimizer step)."""
+def step_gradients(trainer, micro: list[dict], cache: bool, start: tuple) -> tuple[dict[str, float], list[torch.Tensor]]:
+    """The loss terms and parameter gradients of one step's micro-batches (no optimizer step), from the module's and banks' state ``start``."""
+    import copy
+
+    weights, banks = start
+    trainer.recipe.module.load_state_dict(weights)  # BatchNorm's running statistics too
+    if banks is not None:
+        trainer.recipe.banks = copy.deepcopy(banks)
     trainer.args = dataclasses.replace(trainer.args, grad_cache=cache)
     trainer.recipe.module.train()
     trainer.optimizer.zero_grad(set_to_none=True)
@@ -575,11 +581,12 @@ def step_gradients(trainer, micro: list[dict], cache: bool) -> tuple[dict[str, f
 
 @pytest.mark.parametrize(
     "model, settings",
-    [("bi-encoder", {"loss": "in-batch"}), ("contrastive", {"semantic_weight": 0.5, "language_weight": 0.5}), ("dap", {"rtl_weight": 0.0})],
-    ids=["dpr", "contrastive", "dap"],
+    [("bi-encoder", {"loss": "in-batch"}), ("contrastive", {"semantic_weight": 0.5, "language_weight": 0.5}), ("dap", {"rtl_weight": 0.0}),
+     ("ccp", {"mlm_probability": 0.0, "calibration_docs": 20, "ccp_bank": 64})],
+    ids=["dpr", "contrastive", "dap", "ccp"],
 )  # fmt: skip
 def test_gradient_caching_gives_the_whole_batchs_losses_and_gradients(toy, tmp_path, model, settings):
-    """Four micro-batches with caching = the batch at once (same in-batch negatives); without, each sees its own negatives only."""
+    """Four micro-batches with caching = the batch at once (same in-batch negatives, CCP's BatchNorm and bank over the batch); without, each sees its own."""
     from clirmatrix.models.trainer import Trainer
 
     size = 8
@@ -587,10 +594,13 @@ def test_gradient_caching_gives_the_whole_batchs_losses_and_gradients(toy, tmp_p
     recipe = recipe_class(model)(args, args.init, torch.device("cpu"))
     without_dropout(recipe)
     trainer = Trainer(recipe, args, tmp_path / "run", dev_score=lambda: 0.0)
+    import copy
+
+    start = copy.deepcopy(recipe.module.state_dict()), copy.deepcopy(getattr(recipe, "banks", None))
     batch = recipe.draw(random.Random(1), size, 0, random.Random(2))
-    whole_losses, whole = step_gradients(trainer, [batch], cache=True)
-    cached_losses, cached = step_gradients(trainer, micro_batches_of(batch, size, 4), cache=True)
-    plain_losses, plain = step_gradients(trainer, micro_batches_of(batch, size, 4), cache=False)
+    whole_losses, whole = step_gradients(trainer, [batch], True, start)
+    cached_losses, cached = step_gradients(trainer, micro_batches_of(batch, size, 4), True, start)
+    plain_losses, plain = step_gradients(trainer, micro_batches_of(batch, size, 4), False, start)
     in_batch = [name for name in whole_losses if name != "rtl"]  # RTL is a token mean: per micro-batch either way
     assert in_batch and {name: cached_losses[name] for name in in_batch} == pytest.approx({name: whole_losses[name] for name in in_batch}, rel=1e-5)
     assert any(cached_losses[name] != pytest.approx(plain_losses[name], rel=1e-3) for name in in_batch)

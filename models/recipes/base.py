@@ -129,8 +129,9 @@ class Recipe:
         Runs in DataLoader workers: it reads the stores and tokenises (``self.drawing``),
         never touches the network or state that training changes, and gives the same
         batch in any process for the same generators. ``rng`` is this process's own;
-        ``shared`` is seeded without the rank, for the choices every process must make
-        alike (CCP's step kind and language: its gathered batch is one language's).
+        ``shared`` is seeded by the step alone, for the choices every process and
+        micro-batch of a step must make alike (CCP's step kind and language: its whole
+        batch, gathered and gradient-cached, is one language's).
         """
         raise NotImplementedError
 

@@ -63,14 +63,27 @@ class CcpRecipe(Recipe):
         if "mlm" in batch:
             yield {"mlm": self.module["mlm"](**batch["mlm"], labels=batch["labels"]).loss}
             return
+        vectors, _ = self.vectors(batch, step)
+        yield self.batch_losses(vectors, batch, step)
+
+    def vectors(self, batch: Batch, step: int, local: bool = False) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]] | None:
+        """The encoder's CLS vectors of the windows' centres and partners; None for an MLM step (its loss is each micro-batch's own)."""
+        if "mlm" in batch:
+            return None
+        self._steps_seen = step
+        return {"centres": self.encoder(batch["centres"]), "partners": self.encoder(batch["partners"])}, {}
+
+    def batch_losses(self, vectors: dict[str, torch.Tensor], batch: Batch, step: int) -> dict[str, torch.Tensor]:
+        """The projection head (its BatchNorm over the whole batch), then the contrastive loss against the batch and the language's bank, which then takes the batch."""
         head = self.module["head"]
         centre_batch_stats = step % 2 == 0  # asymmetric BN: the roles swap every step (Algorithm 1)
         # Gathered over the processes, which all drew this language (``shared``): one batch, one bank.
-        z_centre = gather(head(self.encoder(batch["centres"]), batch_stats=centre_batch_stats))
-        z_partner = gather(head(self.encoder(batch["partners"]), batch_stats=not centre_batch_stats))
+        z_centre = gather(head(vectors["centres"], batch_stats=centre_batch_stats))
+        z_partner = gather(head(vectors["partners"], batch_stats=not centre_batch_stats))
         lang = batch["lang"]
-        yield {"ccp": ccp_contrastive(z_centre, z_partner, bank=self.banks.negatives(lang), temperature=self.args.ccp_temperature)}
+        loss = ccp_contrastive(z_centre, z_partner, bank=self.banks.negatives(lang), temperature=self.args.ccp_temperature)
         self.banks.push(lang, torch.cat([z_centre, z_partner]))
+        return {"ccp": loss}
 
     def _windows(self, lang: str, rng: random.Random, size: int) -> tuple[list[str], list[str]]:
         """Centre and partner sentences of ``size`` windows of ``lang``, each from another document (docs/models.md §5 "Batch").
