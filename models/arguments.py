@@ -119,6 +119,11 @@ class TrainArguments:
     seed: int = _help("seed of sampling, dropout and initialisation of heads", 42)
     device: str = _help("auto, cpu, cuda or cuda:N", "auto")
     bf16: bool = _help("bf16 autocast on CUDA (ignored on CPU)", True)
+    torch_compile: bool = _help(
+        "torch.compile the encoders for training, training batches padded to their full length (one graph for every step); "
+        "scoring stays eager. On a GPU a step's ~1,000 kernel launches otherwise bound it (docs/benchmarks.md)",
+        False,
+    )
     overwrite: bool = _help("start over in a run directory that already holds another run", False)
 
     def resolved(self) -> TrainArguments:
@@ -158,6 +163,6 @@ class TrainArguments:
     def fingerprint(self) -> dict[str, Any]:
         """The settings that must match for a run to be resumed (not paths or evaluation sizes)."""
         values = dataclasses.asdict(self)
-        for name in ("out", "overwrite", "device", "eval_batch_size", "workers", "prefetch", "data", "init", "cache_dir"):
+        for name in ("out", "overwrite", "device", "eval_batch_size", "workers", "prefetch", "data", "init", "cache_dir", "torch_compile"):
             values.pop(name)
         return values

@@ -89,7 +89,8 @@ class Trainer:
         self.process = process
         groups = recipe.param_groups()
         self.parameters = [p for group in groups for p in group["params"]]
-        self.optimizer = torch.optim.AdamW(decay_groups(groups, args.weight_decay), eps=1e-8)
+        # fused on a GPU: one kernel for the whole update, none of foreach's per-step host work (docs/benchmarks.md)
+        self.optimizer = torch.optim.AdamW(decay_groups(groups, args.weight_decay), eps=1e-8, fused=recipe.device.type == "cuda")
         self.total_steps = args.epochs * args.steps_per_epoch
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._rate)
         self.state = TrainState()

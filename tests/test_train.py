@@ -632,3 +632,25 @@ def test_gradient_caching_over_two_processes_equals_one_process_holding_the_batc
     ranks = torch.load(out / "grads.pt", weights_only=True)
     error = torch.cat([(a - b).flatten() for a, b in zip(ranks, whole)]).norm() / torch.cat([b.flatten() for b in whole]).norm()
     assert error < 5e-5
+
+
+@pytest.mark.slow
+def test_torch_compile_trains_the_same_model_and_scores_eagerly(toy, tmp_path):
+    """--torch-compile: the compiled transformer's loss and gradients are the eager one's (batches padded to full length); scoring runs eager."""
+    from clirmatrix.models.trainer import Trainer
+
+    losses = {}
+    for compiled in (False, True):
+        args = toy_args(toy, tmp_path, model="cross-encoder", batch_size=4, max_len=32, torch_compile=compiled).resolved()
+        torch.manual_seed(0)  # the same new head
+        recipe = recipe_class(args.model)(args, args.init, torch.device("cpu"))
+        without_dropout(recipe)
+        trainer = Trainer(recipe, args, tmp_path / "run", dev_score=lambda: 0.0)
+        batch = recipe.draw(random.Random(1), 4, 0, random.Random(2))
+        if compiled:
+            assert batch["pairs"]["input_ids"].shape[1] == 32  # one shape for every step
+        losses[compiled], grads = step_gradients(trainer, [batch], True, (recipe.module.state_dict(), None))
+        losses[compiled]["grad_norm"] = float(torch.cat([g.flatten() for g in grads]).norm())
+        scores = recipe.ranker().score("en", "de", ["a query"], [["one document", "another document"]])
+        assert len(scores[0]) == 2
+    assert losses[True] == pytest.approx(losses[False], rel=1e-4)

@@ -94,6 +94,17 @@ def gather_pairs(queries: torch.Tensor, passages: torch.Tensor) -> tuple[torch.T
     return gather(queries), torch.cat([gather(passages[:n]), gather(passages[n:])])
 
 
+def compile_transformers(module: nn.Module) -> None:
+    """``torch.compile`` every transformer of ``module`` in place, for fixed shapes (heads and losses stay eager)."""
+    from transformers import PreTrainedModel
+
+    compiled: list[str] = []
+    for name, part in module.named_modules():
+        if isinstance(part, PreTrainedModel) and not any(name.startswith(outer + ".") for outer in compiled):  # the outermost: it calls the rest
+            part.compile(dynamic=False)
+            compiled.append(name)
+
+
 def by_length(texts: Sequence[str]) -> list[int]:
     """Positions of ``texts`` from shortest to longest: batches of similar length pad little."""
     return sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -111,8 +122,10 @@ class Recipe:
         self.backbone = Path(backbone)
         self.tokenizer = load_tokenizer(backbone)
         self.collator = Collator(self.tokenizer, args.max_len, args.max_query_len, device)  # scoring: tensors on the device
-        self.drawing = Collator(self.tokenizer, args.max_len, args.max_query_len, "cpu")  # training batches: CPU tensors, moved by the trainer
+        self.drawing = Collator(self.tokenizer, args.max_len, args.max_query_len, "cpu", fixed=args.torch_compile)  # training batches: CPU tensors, moved by the trainer
         self.module = self.build(load_masked_lm(backbone, weights=pretrained)).to(device)
+        if args.torch_compile:
+            compile_transformers(self.module)
         self._docs: dict[str, DocStore] = {}
         self._queries: list[QueryStore] | None = None
         self._pairs: list[ParallelPair] | None = None
@@ -202,6 +215,8 @@ class Recipe:
         """Scoring without autograd, in bf16 on a GPU when training uses it (the vectors come back as float32)."""
         stack = contextlib.ExitStack()
         stack.enter_context(torch.inference_mode())
+        if self.args.torch_compile:  # scoring's batches vary in shape: each would compile a graph
+            stack.enter_context(torch.compiler.set_stance("force_eager"))
         if self.args.bf16 and self.device.type == "cuda":
             stack.enter_context(torch.autocast(device_type="cuda", dtype=torch.bfloat16))
         return stack
