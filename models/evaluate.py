@@ -89,6 +89,36 @@ def rerank_lists(
     return qrels, rankings
 
 
+def bm25_order(root: str | Path, dataset: str, src: str, tgt: str, split: str, limit: int = 0) -> Evaluation:
+    """The lexical baseline a trained model must beat: each query's candidates ordered by BM25.
+
+    The query (a ``src`` title) is scored against the candidates' texts with the build's
+    own engine and BM25 settings and ``tgt``'s analysis, over the pool of the split's
+    candidates (its statistics: the pool's, not the whole language's). A candidate
+    sharing no term with the query scores 0; ties are broken by doc id, never by the
+    file's order (which is the labels').
+    """
+    from clirmatrix.pipeline.engines.analyzers import analyzer_for
+    from clirmatrix.pipeline.engines.base import Bm25Settings
+    from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
+
+    records = list(query_records(root, dataset, src, tgt, split, limit))
+    pool = sorted({doc_id for record in records for doc_id, _ in record.tgt_results})
+    texts = DocStore(root, tgt)
+    engine = EmbeddedEngine(analyzer_for(tgt), Bm25Settings())
+    engine.index([(pool, [""] * len(pool), [texts.get(doc_id) or "" for doc_id in pool])])
+    hits = engine.search_flat([record.src_query for record in records], k=len(pool))
+    qrels: dict[str, dict[str, int]] = {}
+    rankings: dict[str, list[tuple[str, float]]] = {}
+    start = 0
+    for record, length in zip(records, hits.lengths.tolist()):
+        scores = {pool[position]: float(score) for position, score in zip(hits.positions[start : start + length].tolist(), hits.scores[start : start + length].tolist())}
+        start += length
+        qrels[record.src_id] = dict(record.tgt_results)
+        rankings[record.src_id] = sorted(((doc_id, scores.get(doc_id, 0.0)) for doc_id, _ in record.tgt_results), key=lambda hit: (-hit[1], hit[0]))
+    return evaluate_rankings(qrels, rankings)
+
+
 def _warn_missing(missing: Counter, what: str) -> None:
     if sum(missing.values()):
         LOG.warning("%s: %s candidates have no text in DOCS and were scored as empty documents", what, ", ".join(f"{n:,} of {lang}" for lang, n in missing.items() if n))

