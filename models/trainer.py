@@ -235,11 +235,13 @@ class Trainer:
             torch.manual_seed(self._dropout_seed(index))
             with self._autocast():
                 vectors, local = self.recipe.vectors(batch, step, local=True)
-                surrogate = sum((vectors[name].float() * whole[name].grad[start[name] : start[name] + len(part[name])]).sum() for name in whole)
+                # a vector no loss used has no gradient, and nothing to pass back
+                terms = [(vectors[name].float() * whole[name].grad[start[name] : start[name] + len(part[name])]).sum() for name in whole if whole[name].grad is not None]
                 for name, loss in local.items():
-                    surrogate = surrogate + self.recipe.weight(name) * loss / len(micro)
+                    terms.append(self.recipe.weight(name) * loss / len(micro))
                     totals[name] = totals.get(name, 0.0) + loss.detach().double() / len(micro)
-            surrogate.backward()
+            if terms:
+                sum(terms).backward()
             for name in whole:
                 start[name] += len(part[name])
         return totals
