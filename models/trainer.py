@@ -189,9 +189,9 @@ class Trainer:
         terms as they come (their negatives are the micro-batch's).
         """
         if self.args.grad_cache and len(micro) > 1:
-            totals = self._cached_backward(micro)
-            if totals is not None:
-                return totals
+            cached = self._cached_backward(micro)
+            if cached is not None:
+                return cached
         totals: dict[str, torch.Tensor] = {}
         for index, batch in enumerate(micro):
             torch.manual_seed(self._dropout_seed(index))

@@ -76,7 +76,12 @@ def _extract_member(archive: Path, name: str, target: Path) -> None:
 
 def md5_of(stream: IO[bytes], chunk: int = 8 << 20) -> str:
     """Hex md5 of everything left in a binary stream, read in chunks (any file object: local or Beam's)."""
-    digest = hashlib.md5()
+    return hexdigest_of(stream, "md5", chunk)
+
+
+def hexdigest_of(stream: IO[bytes], algorithm: str, chunk: int = 8 << 20) -> str:
+    """Hex digest (``hashlib``'s ``algorithm``) of everything left in a binary stream, read in chunks."""
+    digest = hashlib.new(algorithm)
     while data := stream.read(chunk):
         digest.update(data)
     return digest.hexdigest()
