@@ -3,19 +3,22 @@
 A part's floor is the simplest program that does the same unavoidable work on the
 same inputs: analysing the documents (index: every text tokenized, each distinct token
 stemmed once), the kernel over analysed titles
-(search), Jenks breaks of each query's scores (label), a gather of the label rows
+(search), the Jenks breaks of each query's normalised scores (label), a gather of the label rows
 into their targets (carry), compressing the bytes the release holds with the same
 library, level and slices (write). "Ours" is the stage's own unit function, called
 as a worker calls it. Both run in this process, alternately, ``rounds`` times; the
 figures are CPU seconds (``time.process_time``): medians and ranges, and ours/floor.
 
 ``bench/scale_bench.py`` runs this on the work folder of its largest build; run it
-alone on a kept one with ``python bench/part_floors.py OUT/.work``.
+alone on a kept one with ``python bench/part_floors.py OUT/.work``. It also takes from
+here the warm cost of writing each direction (``direction_costs``) and of labelling
+(``label_costs``).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import tempfile
 import time
@@ -132,7 +135,31 @@ def search_part(work_root: str, lang: str, block: int = 0) -> Part:
 
 
 def label_part(work_root: str, lang: str, block: int = 0) -> Part:
-    """Labelling one block's queries against Jenks breaks of each query's normalised scores alone."""
+    """Labelling one block's queries against the Jenks breaks alone (the compiled Fisher-Jenks of ``labels``) on its normalised scores.
+
+    Until 2026-11-26 the floor was jenkspy called once per query (``jenkspy_floor``); the
+    stage now computes jenkspy's breaks itself, several times faster than that floor.
+    """
+    from clirmatrix.pipeline.corpus import WorkDirs
+    from clirmatrix.pipeline.labels import N_CLASSES, _normalise, jenks_inner_breaks, label_block
+    from clirmatrix.pipeline.parquet_io import read_table
+    from clirmatrix.pipeline.propagation import group_bounds
+    from clirmatrix.schemas import RETRIEVAL
+
+    plan = plans(work_root)[lang]
+    hits = read_table([WorkDirs(work_root).retrieval_file(lang, block)], RETRIEVAL)
+    query, score = hits.column("query").to_numpy(), hits.column("score").to_numpy()
+    _, starts, ends = group_bounds(query)
+    starts, ends = starts.astype(np.int64), ends.astype(np.int64)
+    normalised, distinct = _normalise(np.ascontiguousarray(score), starts, ends)
+    chosen = distinct >= N_CLASSES
+
+    start, end = plan.block(block)
+    return Part("label", lambda: label_block(work_root, plan, block), lambda: jenks_inner_breaks(normalised, starts, ends, chosen), end - start, "query")
+
+
+def jenkspy_floor(work_root: str, lang: str, block: int = 0) -> Part:
+    """The label part's floor until 2026-11-26: jenkspy's breaks of each query's normalised scores, a call a query (``--parts jenkspy``)."""
     import jenkspy
 
     from clirmatrix.pipeline.corpus import WorkDirs
@@ -156,7 +183,7 @@ def label_part(work_root: str, lang: str, block: int = 0) -> Part:
                     jenkspy.jenks_breaks(normalised, n_classes=5)
 
     start, end = plan.block(block)
-    return Part("label", lambda: label_block(work_root, plan, block), floor, end - start, "query")
+    return Part("label against jenkspy", lambda: label_block(work_root, plan, block), floor, end - start, "query")
 
 
 def docs_part(work_root: str, out_root: str, lang: str) -> Part:
@@ -190,6 +217,49 @@ def write_part(work_root: str, lang: str) -> Part:
     return Part("write: BI-139", lambda: write_direction(work_root, out_root, src, tgt, settings), lambda: compress_texts(texts, floor_root), pairs, "pair")
 
 
+def direction_costs(work_root: str, rounds: int) -> list[tuple[float, int, int]]:
+    """(CPU seconds, lines, pairs) of writing each BI-139 direction of a built work folder, warm: medians of ``rounds``, directions interleaved.
+
+    A build's own unit reports hold the worker's first call too (imports and numba's
+    cached kernels, ~1-1.5 s a process), which a two-direction build pays in a large share
+    of its write time and a release of 19,182 directions on long-lived workers does not.
+    Pairs count as ``scale_bench.unit_costs`` counts them: full's labelled ones, base's 100 a line.
+    """
+    from clirmatrix.pipeline.release import ReleaseSettings, write_direction
+
+    languages, settings = plans(work_root), ReleaseSettings()
+    pairs = [(languages[a], languages[b]) for a in sorted(languages) for b in sorted(languages) if a != b]
+    out_root = tempfile.mkdtemp(prefix="directions-")
+    reports = [write_direction(work_root, out_root, src, tgt, settings) for src, tgt in pairs]  # warm-up
+    seconds: list[list[float]] = [[] for _ in pairs]
+    for _ in range(rounds):
+        for i, (src, tgt) in enumerate(pairs):
+            seconds[i].append(_cpu(functools.partial(write_direction, work_root, out_root, src, tgt, settings)))
+    return [
+        (statistics.median(cpu), sum(f["lines"] for f in report["files"]), sum(f["docs_ge1"] if "/full/" in f["path"] else 100 * f["lines"] for f in report["files"]))
+        for cpu, report in zip(seconds, reports)
+    ]
+
+
+def label_costs(work_root: str, rounds: int) -> float:
+    """CPU seconds of labelling every block of every language (every query) of a built work folder, warm: the median of ``rounds``.
+
+    For the same reason as ``direction_costs``: in a small build each worker's first label
+    unit costs several times a later one (2026-11-26: 8.2 s against ~0.7 for a 20,000-query
+    block), a cost a long-lived worker pays once, not once a block.
+    """
+    from clirmatrix.pipeline.labels import label_block
+
+    blocks = [(plan, block) for plan in plans(work_root).values() for block in range(plan.blocks)]
+
+    def label_all() -> None:
+        for plan, block in blocks:
+            label_block(work_root, plan, block)
+
+    label_all()  # warm-up
+    return statistics.median(_cpu(label_all) for _ in range(rounds))
+
+
 def _same_bytes(md5s: dict[str, str], files: list[dict]) -> None:
     """The floor must write the very bytes the stage wrote, or it measures other work."""
     written = {f["path"]: f["md5"] for f in files}
@@ -204,6 +274,7 @@ def _text_of(path: str) -> bytes:
 
 
 PART_NAMES = ("index", "search", "label", "carry", "write", "docs")
+OTHER_PARTS = ("jenkspy",)  # on request only
 
 
 def default_parts(work_root: str, lang: str = "en", names: Sequence[str] = PART_NAMES) -> list[Part]:
@@ -218,6 +289,7 @@ def default_parts(work_root: str, lang: str = "en", names: Sequence[str] = PART_
         "carry": lambda: carry_part(work_root, lang),
         "write": lambda: write_part(work_root, lang),
         "docs": lambda: docs_part(work_root, out_root, lang),
+        "jenkspy": lambda: jenkspy_floor(work_root, lang),
     }
     return [makers[name]() for name in names]
 
@@ -242,10 +314,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("work", help="a built work folder (OUT/.work)")
     parser.add_argument("--lang", default="en")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--parts", default=",".join(PART_NAMES), help=f"comma-separated, of {','.join(PART_NAMES)}")
+    parser.add_argument("--parts", default=",".join(PART_NAMES), help=f"comma-separated, of {','.join(PART_NAMES + OTHER_PARTS)}")
     args = parser.parse_args(argv)
     names = [name for name in args.parts.split(",") if name]
-    if unknown := set(names) - set(PART_NAMES):
+    if unknown := set(names) - set(PART_NAMES + OTHER_PARTS):
         parser.error(f"unknown parts: {', '.join(sorted(unknown))}")
     print_table(measure(default_parts(args.work, args.lang, names), args.rounds))
 

@@ -20,6 +20,12 @@ for a rebuild from 2026's dumps (65.75 M articles), each language at its 2026 si
 costs a language its queries times its shards), with the assumptions printed beside each
 figure.
 
+Labelling and writing BI-139 are projected from the build's blocks labelled and its two
+directions written again in this process, warm (``part_floors.label_costs`` and
+``direction_costs``): their units are seconds long, and in a build this small each
+worker's first unit of the stage, several times a later one, is a large share of them,
+where a release's long-lived workers pay it once among hundreds of units.
+
 Last, on the largest build's work folder, every part beside its floor in this process
 (``bench/part_floors.py``: the simplest program doing the same unavoidable work on the
 same data), and the rates go to the cost model ``pipeline/cost_model.json`` (dated), which
@@ -276,6 +282,7 @@ def project(runs: list[dict], shard_docs: int) -> dict:
             "english_mb": round(max(high, low) + max(slope, 0.0) * max(english_docs - bigger["docs"], 0)),
         }
     u = bigger["units"]
+    label_cpu = u.get("warm_label_cpu", u["label_cpu"])
     labels_per_query = u["label_rows"] / u["docs"]
     carry_once = u.get("carry_group_cpu", 0.0) / u["label_rows"]  # a label row, once per block
     carry_per_target = u.get("carry_target_cpu", u["carry_cpu"]) / (u["label_rows"] * u["targets"])  # a label row and target language
@@ -287,13 +294,13 @@ def project(runs: list[dict], shard_docs: int) -> dict:
     merge = tuple(u["merge_cpu"] / max(u["merged_query_shards"], 1) * query_shards(shard_docs, total, sharded_only=True) for total in totals)
     # A direction's cost: per line (its query's id and title, the line) and per pair. Two directions of
     # very different pairs per line (en -> de: a few; de -> en: ~100) separate the two.
-    cpu, lines, pairs = (np.array(column, dtype=float) for column in zip(*u["directions"]))
+    cpu, lines, pairs = (np.array(column, dtype=float) for column in zip(*u.get("warm_directions", u["directions"])))
     (per_line, per_pair), *_ = np.linalg.lstsq(np.column_stack([lines, pairs]), cpu, rcond=None)
     base_lines = RELEASE_DIRECTIONS * 13_000
     release_lines, release_pairs = RELEASE_FULL_PAIRS / FULL_PAIRS_PER_QUERY + base_lines, RELEASE_FULL_PAIRS + base_lines * 100
     linear = {
         "retrieve: index": u["index_cpu"] / u["docs"] * RELEASE_QUERIES,
-        "label": u["label_cpu"] / u["docs"] * RELEASE_QUERIES,
+        "label": label_cpu / u["docs"] * RELEASE_QUERIES,
         "propagate: pair languages": u["links_cpu"] / (2 * u["docs"]) * 2 * OTHER_LANGUAGES * RELEASE_QUERIES,
         "propagate: carry labels": (carry_once + carry_per_target * OTHER_LANGUAGES) * labels_per_query * RELEASE_QUERIES,
         "write: BI-139": per_line * release_lines + per_pair * release_pairs,
@@ -308,7 +315,7 @@ def project(runs: list[dict], shard_docs: int) -> dict:
         "index": f"{u['index_cpu'] / u['docs'] * 1e6:.0f} us a document",
         "search": f"{u['search_cpu'] / u['query_shards'] * 1e6:.0f} us a query and shard",
         "merge": f"{u['merge_cpu'] / max(u['merged_query_shards'], 1) * 1e6:.1f} us a query and shard",
-        "label": f"{u['label_cpu'] / u['docs'] * 1e6:.0f} us a query",
+        "label": f"{label_cpu / u['docs'] * 1e6:.0f} us a query",
         "carry": f"{carry_once * 1e9:.0f} ns a label row once and {carry_per_target * 1e9:.0f} ns a label row and target language ({labels_per_query:.0f} labels a query)",
         "BI-139": f"{per_line * 1e6:.1f} us a line and {per_pair * 1e9:.0f} ns a pair ({release_lines / 1e6:,.0f} M lines, {release_pairs / 1e9:.1f} B pairs in the release)",
         "DOCS": f"{u['docs_cpu'] / u['docs'] * 1e6:.0f} us a document",
@@ -317,7 +324,7 @@ def project(runs: list[dict], shard_docs: int) -> dict:
         "index_per_document": u["index_cpu"] / u["docs"],
         "search_per_query_and_shard": u["search_cpu"] / u["query_shards"],
         "merge_per_query_and_shard": u["merge_cpu"] / max(u["merged_query_shards"], 1),
-        "label_per_query": u["label_cpu"] / u["docs"],
+        "label_per_query": label_cpu / u["docs"],
         "pair_languages_per_document_and_language": u["links_cpu"] / (2 * u["docs"]),
         "carry_per_label_row": carry_once,
         "carry_per_label_row_and_target": carry_per_target,
@@ -365,12 +372,15 @@ def main(argv: list[str] | None = None) -> None:
             print(f"\n== {size:,} English articles ==", flush=True)
             runs.append(run_size(size, args))
             print(json.dumps(runs[-1], indent=1), flush=True)
-    projection = project(runs, settings.shard_docs)
     floors = saved.get("floors", []) if args.report else []
     if not args.report and args.floor_rounds:
         import part_floors
 
+        # Labelling and writing are projected warm: in a build this small each worker's first unit is much of them.
+        runs[-1]["units"]["warm_directions"] = part_floors.direction_costs(runs[-1]["work"], args.floor_rounds)
+        runs[-1]["units"]["warm_label_cpu"] = part_floors.label_costs(runs[-1]["work"], args.floor_rounds)
         floors = part_floors.measure(part_floors.default_parts(runs[-1]["work"]), args.floor_rounds)
+    projection = project(runs, settings.shard_docs)
     results.parent.mkdir(parents=True, exist_ok=True)
     command = saved.get("command", "") if args.report else "python bench/scale_bench.py " + " ".join(sys.argv[1:] if argv is None else argv)
     results.write_text(json.dumps({"runs": runs, "projection": projection, "floors": floors, "settings": vars(settings), "command": command}, indent=1))

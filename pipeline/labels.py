@@ -1,7 +1,7 @@
 """Relevance labels of one query from its BM25 scores (docs/method.md section 5).
 
 Per query, never globally: min-max normalise the returned scores, split them into
-5 Jenks natural-breaks classes (jenkspy), label the classes 1 (lowest) to 5
+5 Jenks natural-breaks classes (Fisher-Jenks, as jenkspy computes them), label the classes 1 (lowest) to 5
 (highest), and give the query's own article label 6, adding it when BM25 did not
 return it. Every other document is label 0 and is not stored.
 
@@ -9,11 +9,17 @@ return it. Every other document is label 0 and is not stored.
 as distinct values, the top one is label 5 and the others are spread by rank onto
 1..4 (``1 + floor(4 * rank / (distinct - 1))``, which is the identity for 5
 classes); one returned document or all scores equal gives label 5.
+
+**[ours]** the breaks: jenkspy's own algorithm (its ``JenksMatrices``: the Fisher-Jenks
+dynamic programme over sorted values, the same additions in the same order and the same
+``>=`` choice, then the same walk back through the class limits) compiled here for a
+whole block of queries at once. jenkspy costs a Python call, a sort and two allocations
+per query (49 M queries in the release); the breaks are bit for bit jenkspy's, which the
+tests check on adversarial inputs (ties, few distinct values, every size up to 100).
 """
 
 from __future__ import annotations
 
-import jenkspy
 import numba
 import numpy as np
 import pyarrow as pa
@@ -24,8 +30,9 @@ from clirmatrix.pipeline.propagation import group_bounds
 from clirmatrix.pipeline.units import LanguagePlan
 from clirmatrix.schemas import LABELS, RETRIEVAL
 
-N_CLASSES = 5
+N_CLASSES = 5  # the Jenks kernel below is written out for 5 classes
 OWN_ARTICLE = 6
+_DBL_MAX = np.finfo(np.float64).max  # jenkspy's DBL_MAX: a variance not reached yet
 
 
 def class_labels(scores: np.ndarray) -> np.ndarray:
@@ -38,17 +45,77 @@ def class_labels(scores: np.ndarray) -> np.ndarray:
 
 
 def _classes(scores: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Labels 1-5 of every row of the queries at ``[starts, ends)`` (non-empty), each query on its own.
-
-    Normalising, counting distinct values and classing are compiled loops over the
-    arrays; only jenkspy is called once per query, the work the method cannot do without.
-    """
+    """Labels 1-5 of every row of the queries at ``[starts, ends)`` (non-empty), each query on its own."""
     normalised, distinct = _normalise(np.ascontiguousarray(scores), starts, ends)
-    inner = np.zeros((len(starts), N_CLASSES - 1), np.float64)  # each query's Jenks breaks, less the minimum and maximum
-    for i in np.flatnonzero(distinct >= N_CLASSES).tolist():
-        # jenkspy's breaks are data values; class i holds (breaks[i], breaks[i + 1]], the first also its minimum.
-        inner[i] = jenkspy.jenks_breaks(normalised[starts[i] : ends[i]], n_classes=N_CLASSES)[1:-1]
+    inner = jenks_inner_breaks(normalised, starts, ends, distinct >= N_CLASSES)
     return _class_rows(normalised, distinct, inner, starts, ends)
+
+
+def jenks_inner_breaks(values: np.ndarray, starts: np.ndarray, ends: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """``jenkspy.jenks_breaks(values[start:end], n_classes=5)[1:-1]`` of each chosen group (zeros for the others), in one compiled pass.
+
+    Each chosen group needs at least 5 distinct values, as jenkspy does. Class ``i`` of a
+    group holds ``(breaks[i], breaks[i + 1]]``, the first also its minimum.
+    """
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    starts, ends = np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(ends, dtype=np.int64)
+    return _jenks_inner_breaks(values, starts, ends, np.ascontiguousarray(chosen, dtype=np.bool_))
+
+
+@numba.njit(cache=True)
+def _jenks_inner_breaks(values, starts, ends, chosen):
+    inner = np.zeros((starts.shape[0], N_CLASSES - 1), np.float64)
+    longest = 0
+    for i in range(starts.shape[0]):
+        longest = max(longest, ends[i] - starts[i])
+    variances = np.empty((longest, N_CLASSES), np.float64)  # jenkspy's variance_combinations, reused
+    limits = np.empty((longest, N_CLASSES), np.int64)  # its lower_class_limits (1-based, as fish.f)
+    for i in range(starts.shape[0]):
+        if chosen[i]:
+            ordered = np.sort(values[starts[i] : ends[i]])
+            _jenks_matrices(ordered, variances, limits)
+            n = ordered.shape[0]
+            m = n
+            for j in range(N_CLASSES - 1, 0, -1):  # the top class's lower limit first, as jenkspy walks back
+                at = limits[m - 1, j] - 2
+                inner[i, j - 1] = ordered[at + n if at < 0 else at]  # jenkspy indexes numpy with it: -1 is the last value
+                m = limits[m - 1, j] - 1
+    return inner
+
+
+@numba.njit(cache=True)
+def _jenks_matrices(ordered, variances, limits):
+    """jenkspy's ``JenksMatrices`` for 5 classes on ascending ``ordered``: the same operations in the same order, so the same doubles.
+
+    Row ``last``'s entries for 2-5 classes live in locals while the class below it
+    grows (jenkspy keeps them in the matrix), and each choice is a select: the same
+    values, without a store or a mispredicted branch per step.
+    """
+    for last in range(ordered.shape[0]):  # every row is written before a later one reads it
+        total, squares, weight, variance = 0.0, 0.0, 0.0, 0.0
+        v1 = v2 = v3 = v4 = _DBL_MAX
+        l1 = l2 = l3 = l4 = 1
+        for size in range(1, last + 2):  # the last class: values [lower, last]
+            lower = last + 1 - size
+            value = ordered[lower]
+            weight += 1.0
+            total += value
+            squares += value * value
+            variance = squares - (total * total) / weight
+            before = lower - 1
+            if before > -1:
+                v1, l1 = _at_most(v1, l1, variance + variances[before, 0], lower + 1)
+                v2, l2 = _at_most(v2, l2, variance + variances[before, 1], lower + 1)
+                v3, l3 = _at_most(v3, l3, variance + variances[before, 2], lower + 1)
+                v4, l4 = _at_most(v4, l4, variance + variances[before, 3], lower + 1)
+        variances[last, 0], variances[last, 1], variances[last, 2], variances[last, 3], variances[last, 4] = variance, v1, v2, v3, v4
+        limits[last, 0], limits[last, 1], limits[last, 2], limits[last, 3], limits[last, 4] = 1, l1, l2, l3, l4
+
+
+@numba.njit(inline="always")
+def _at_most(best, limit, candidate, candidate_limit):
+    """jenkspy's ``if best >= candidate``: the candidate and its limit replace the best on a tie too."""
+    return (candidate, candidate_limit) if best >= candidate else (best, limit)
 
 
 def query_labels(positions: np.ndarray, scores: np.ndarray, own_position: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from clirmatrix.pipeline.config import ConfigError, resolve
-from clirmatrix.pipeline.labels import class_labels, label_queries, query_labels
+from clirmatrix.pipeline.labels import class_labels, jenks_inner_breaks, label_queries, query_labels
 from clirmatrix.pipeline.layout import SPLITS, parse_path, query_file
 from clirmatrix.pipeline.propagation import Labelled, propagate
 from clirmatrix.pipeline.release import QueryText, Results, base_fill, query_groups, release_order, render_lines
@@ -31,6 +31,40 @@ def test_jenks_classes_match_a_direct_jenkspy_classification():
     expected = [1 + sum(value > b for b in breaks[1:-1]) for value in unit]
     assert labels.tolist() == expected
     assert set(labels.tolist()) == {1, 2, 3, 4, 5}
+
+
+def _adversarial_score_lists(count: int, seed: int) -> list[np.ndarray]:
+    """Normalised score lists of 5-100 values with at least 5 distinct: uniform, few values, rounded, half tied at the top, float32."""
+    rng = np.random.default_rng(seed)
+    lists = []
+    for i in range(count):
+        n = 100 if i % 3 == 0 else int(rng.integers(5, 101))
+        kind = i % 5
+        if kind == 0:
+            x = rng.random(n)
+        elif kind == 1:
+            x = rng.integers(0, 6, n).astype(np.float64)
+        elif kind == 2:
+            x = np.round(rng.exponential(1.0, n), 2)
+        elif kind == 3:
+            x = np.sort(rng.random(n))[::-1]
+            x[: n // 2] = x[0]
+        else:
+            x = (rng.random(n) * 3).astype(np.float32).astype(np.float64)
+        if np.unique(x).size >= 5:
+            lists.append((x - x.min()) / (x.max() - x.min()))
+    return lists
+
+
+def test_compiled_jenks_breaks_are_jenkspys_bit_for_bit():
+    lists = _adversarial_score_lists(3000, seed=7)
+    ends = np.cumsum([len(x) for x in lists])
+    starts = ends - [len(x) for x in lists]
+    chosen = np.arange(len(lists)) % 7 != 3  # the others stay zeros
+    ours = jenks_inner_breaks(np.concatenate(lists), starts, ends, chosen)
+    expected = np.array([jenkspy.jenks_breaks(x, n_classes=5)[1:-1] if keep else [0.0] * 4 for x, keep in zip(lists, chosen)])
+    assert len(lists) > 2500
+    assert ours.view(np.int64).tolist() == expected.view(np.int64).tolist()
 
 
 def test_labels_never_decrease_with_the_score_and_are_per_query():
