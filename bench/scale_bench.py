@@ -20,9 +20,10 @@ for a rebuild from 2026's dumps (65.75 M articles), each language at its 2026 si
 costs a language its queries times its shards), with the assumptions printed beside each
 figure.
 
-Labelling and writing BI-139 are projected from the build's blocks labelled and its two
-directions written again in this process, warm (``part_floors.label_costs`` and
-``direction_costs``): their units are seconds long, and in a build this small each
+Labelling, pairing the languages' documents and writing BI-139 are projected from the
+build's blocks labelled, its languages paired and its two directions written again in this
+process, warm (``part_floors.label_costs``, ``links_costs`` and ``direction_costs``): their
+units are seconds long, and in a build this small each
 worker's first unit of the stage, several times a later one, is a large share of them,
 where a release's long-lived workers pay it once among hundreds of units.
 
@@ -282,7 +283,7 @@ def project(runs: list[dict], shard_docs: int) -> dict:
             "english_mb": round(max(high, low) + max(slope, 0.0) * max(english_docs - bigger["docs"], 0)),
         }
     u = bigger["units"]
-    label_cpu = u.get("warm_label_cpu", u["label_cpu"])
+    label_cpu, links_cpu = u.get("warm_label_cpu", u["label_cpu"]), u.get("warm_links_cpu", u["links_cpu"])
     labels_per_query = u["label_rows"] / u["docs"]
     carry_once = u.get("carry_group_cpu", 0.0) / u["label_rows"]  # a label row, once per block
     carry_per_target = u.get("carry_target_cpu", u["carry_cpu"]) / (u["label_rows"] * u["targets"])  # a label row and target language
@@ -301,7 +302,7 @@ def project(runs: list[dict], shard_docs: int) -> dict:
     linear = {
         "retrieve: index": u["index_cpu"] / u["docs"] * RELEASE_QUERIES,
         "label": label_cpu / u["docs"] * RELEASE_QUERIES,
-        "propagate: pair languages": u["links_cpu"] / (2 * u["docs"]) * 2 * OTHER_LANGUAGES * RELEASE_QUERIES,
+        "propagate: pair languages": links_cpu / (2 * u["docs"]) * 2 * OTHER_LANGUAGES * RELEASE_QUERIES,
         "propagate: carry labels": (carry_once + carry_per_target * OTHER_LANGUAGES) * labels_per_query * RELEASE_QUERIES,
         "write: BI-139": per_line * release_lines + per_pair * release_pairs,
         "write: DOCS": u["docs_cpu"] / u["docs"] * RELEASE_QUERIES,
@@ -325,7 +326,7 @@ def project(runs: list[dict], shard_docs: int) -> dict:
         "search_per_query_and_shard": u["search_cpu"] / u["query_shards"],
         "merge_per_query_and_shard": u["merge_cpu"] / max(u["merged_query_shards"], 1),
         "label_per_query": label_cpu / u["docs"],
-        "pair_languages_per_document_and_language": u["links_cpu"] / (2 * u["docs"]),
+        "pair_languages_per_document_and_language": links_cpu / (2 * u["docs"]),
         "carry_per_label_row": carry_once,
         "carry_per_label_row_and_target": carry_per_target,
         "labels_per_query": labels_per_query,
@@ -376,9 +377,10 @@ def main(argv: list[str] | None = None) -> None:
     if not args.report and args.floor_rounds:
         import part_floors
 
-        # Labelling and writing are projected warm: in a build this small each worker's first unit is much of them.
+        # Labelling, pairing and writing are projected warm: in a build this small each worker's first unit is much of them.
         runs[-1]["units"]["warm_directions"] = part_floors.direction_costs(runs[-1]["work"], args.floor_rounds)
         runs[-1]["units"]["warm_label_cpu"] = part_floors.label_costs(runs[-1]["work"], args.floor_rounds)
+        runs[-1]["units"]["warm_links_cpu"] = part_floors.links_costs(runs[-1]["work"], args.floor_rounds)
         floors = part_floors.measure(part_floors.default_parts(runs[-1]["work"]), args.floor_rounds)
     projection = project(runs, settings.shard_docs)
     results.parent.mkdir(parents=True, exist_ok=True)
