@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from clirmatrix.pipeline import fileio
-from clirmatrix.pipeline.config import ConfigError, comma_list
+from clirmatrix.pipeline.config import ENGINES, ConfigError, comma_list
 from clirmatrix.pipeline.corpus import WorkDirs, iter_catalog, iter_docs
 from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics, Engine, FieldStatistics, FlatHits, Hits
 from clirmatrix.pipeline.fingerprint import fingerprint
@@ -52,7 +52,6 @@ from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SEARCH_UNIT_QU
 from clirmatrix.schemas import RETRIEVAL, TERM_COUNTS
 
 LOG = logging.getLogger("clirmatrix")
-ENGINES = ("embedded", "elasticsearch")
 QUERY_BATCH = 10_000  # queries searched per engine call and written per row group
 
 # The steps of the stage, in order.
