@@ -134,34 +134,8 @@ def search_part(work_root: str, lang: str, block: int = 0) -> Part:
     )
 
 
-def label_part(work_root: str, lang: str, block: int = 0) -> Part:
-    """Labelling one block's queries against the Jenks breaks alone (the compiled Fisher-Jenks of ``labels``) on its normalised scores.
-
-    Until 2026-11-26 the floor was jenkspy called once per query (``jenkspy_floor``); the
-    stage now computes jenkspy's breaks itself, several times faster than that floor.
-    """
-    from clirmatrix.pipeline.corpus import WorkDirs
-    from clirmatrix.pipeline.labels import N_CLASSES, _normalise, jenks_inner_breaks, label_block
-    from clirmatrix.pipeline.parquet_io import read_table
-    from clirmatrix.pipeline.propagation import group_bounds
-    from clirmatrix.schemas import RETRIEVAL
-
-    plan = plans(work_root)[lang]
-    hits = read_table([WorkDirs(work_root).retrieval_file(lang, block)], RETRIEVAL)
-    query, score = hits.column("query").to_numpy(), hits.column("score").to_numpy()
-    _, starts, ends = group_bounds(query)
-    starts, ends = starts.astype(np.int64), ends.astype(np.int64)
-    normalised, distinct = _normalise(np.ascontiguousarray(score), starts, ends)
-    chosen = distinct >= N_CLASSES
-
-    start, end = plan.block(block)
-    return Part("label", lambda: label_block(work_root, plan, block), lambda: jenks_inner_breaks(normalised, starts, ends, chosen), end - start, "query")
-
-
-def jenkspy_floor(work_root: str, lang: str, block: int = 0) -> Part:
-    """The label part's floor until 2026-11-26: jenkspy's breaks of each query's normalised scores, a call a query (``--parts jenkspy``)."""
-    import jenkspy
-
+def _block_scores(work_root: str, lang: str, block: int) -> tuple[Callable[[], object], np.ndarray, np.ndarray, np.ndarray, int]:
+    """What both label floors start from: the stage's unit, the block's hit scores (float64), where each query's rows start and end, and its queries."""
     from clirmatrix.pipeline.corpus import WorkDirs
     from clirmatrix.pipeline.labels import label_block
     from clirmatrix.pipeline.parquet_io import read_table
@@ -170,8 +144,31 @@ def jenkspy_floor(work_root: str, lang: str, block: int = 0) -> Part:
 
     plan = plans(work_root)[lang]
     hits = read_table([WorkDirs(work_root).retrieval_file(lang, block)], RETRIEVAL)
-    query, score = hits.column("query").to_numpy(), hits.column("score").to_numpy().astype(np.float64)
-    _, starts, ends = group_bounds(query)
+    _, starts, ends = group_bounds(hits.column("query").to_numpy())
+    start, end = plan.block(block)
+    score = hits.column("score").to_numpy().astype(np.float64)
+    return functools.partial(label_block, work_root, plan, block), score, starts.astype(np.int64), ends.astype(np.int64), end - start
+
+
+def label_part(work_root: str, lang: str, block: int = 0) -> Part:
+    """Labelling one block's queries against the Jenks breaks alone (the compiled Fisher-Jenks of ``labels``) on its normalised scores.
+
+    Until 2026-11-26 the floor was jenkspy called once per query (``jenkspy_floor``); the
+    stage now computes jenkspy's breaks itself, several times faster than that floor.
+    """
+    from clirmatrix.pipeline.labels import N_CLASSES, _normalise, jenks_inner_breaks
+
+    ours, score, starts, ends, queries = _block_scores(work_root, lang, block)
+    normalised, distinct = _normalise(score, starts, ends)
+    chosen = distinct >= N_CLASSES
+    return Part("label", ours, lambda: jenks_inner_breaks(normalised, starts, ends, chosen), queries, "query")
+
+
+def jenkspy_floor(work_root: str, lang: str, block: int = 0) -> Part:
+    """The label part's floor until 2026-11-26: jenkspy's breaks of each query's normalised scores, a call a query (``--parts jenkspy``)."""
+    import jenkspy
+
+    ours, score, starts, ends, queries = _block_scores(work_root, lang, block)
 
     def floor() -> None:
         for start, end in zip(starts.tolist(), ends.tolist()):
@@ -182,8 +179,7 @@ def jenkspy_floor(work_root: str, lang: str, block: int = 0) -> Part:
                 if len(np.unique(normalised)) >= 5:  # jenkspy needs as many distinct values as classes
                     jenkspy.jenks_breaks(normalised, n_classes=5)
 
-    start, end = plan.block(block)
-    return Part("label against jenkspy", lambda: label_block(work_root, plan, block), floor, end - start, "query")
+    return Part("label against jenkspy", ours, floor, queries, "query")
 
 
 def docs_part(work_root: str, out_root: str, lang: str) -> Part:
@@ -217,13 +213,17 @@ def write_part(work_root: str, lang: str) -> Part:
     return Part("write: BI-139", lambda: write_direction(work_root, out_root, src, tgt, settings), lambda: compress_texts(texts, floor_root), pairs, "pair")
 
 
+def direction_amounts(files: Sequence[dict]) -> tuple[int, int]:
+    """(lines, pairs) a BI-139 direction wrote, from its unit's file records: full counts its labelled pairs, base 100 a line."""
+    return sum(f["lines"] for f in files), sum(f["docs_ge1"] if "/full/" in f["path"] else 100 * f["lines"] for f in files)
+
+
 def direction_costs(work_root: str, rounds: int) -> list[tuple[float, int, int]]:
     """(CPU seconds, lines, pairs) of writing each BI-139 direction of a built work folder, warm: medians of ``rounds``, directions interleaved.
 
     A build's own unit reports hold the worker's first call too (imports and numba's
     cached kernels, ~1-1.5 s a process), which a two-direction build pays in a large share
     of its write time and a release of 19,182 directions on long-lived workers does not.
-    Pairs count as ``scale_bench.unit_costs`` counts them: full's labelled ones, base's 100 a line.
     """
     from clirmatrix.pipeline.release import ReleaseSettings, write_direction
 
@@ -235,10 +235,7 @@ def direction_costs(work_root: str, rounds: int) -> list[tuple[float, int, int]]
     for _ in range(rounds):
         for i, (src, tgt) in enumerate(pairs):
             seconds[i].append(_cpu(functools.partial(write_direction, work_root, out_root, src, tgt, settings)))
-    return [
-        (statistics.median(cpu), sum(f["lines"] for f in report["files"]), sum(f["docs_ge1"] if "/full/" in f["path"] else 100 * f["lines"] for f in report["files"]))
-        for cpu, report in zip(seconds, reports)
-    ]
+    return [(statistics.median(cpu), *direction_amounts(report["files"])) for cpu, report in zip(seconds, reports)]
 
 
 def label_costs(work_root: str, rounds: int) -> float:

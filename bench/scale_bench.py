@@ -23,9 +23,9 @@ figure.
 Labelling, pairing the languages' documents and writing BI-139 are projected from the
 build's blocks labelled, its languages paired and its two directions written again in this
 process, warm (``part_floors.label_costs``, ``links_costs`` and ``direction_costs``): their
-units are seconds long, and in a build this small each
-worker's first unit of the stage, several times a later one, is a large share of them,
-where a release's long-lived workers pay it once among hundreds of units.
+units are seconds long, and in a build this small each worker's first unit of the stage,
+several times a later one, is a large share of them, where a release's long-lived workers
+pay it once among hundreds of units.
 
 Last, on the largest build's work folder, every part beside its floor in this process
 (``bench/part_floors.py``: the simplest program doing the same unavoidable work on the
@@ -198,6 +198,8 @@ def run_size(docs: int, args: argparse.Namespace) -> dict:
 
 def unit_costs(result) -> dict:
     """CPU seconds of each kind of unit (from the units' own reports) and the amounts they worked on."""
+    from part_floors import direction_amounts
+
     from clirmatrix.pipeline.corpus import WorkDirs
     from clirmatrix.pipeline.reports import read_named_reports
 
@@ -228,10 +230,7 @@ def unit_costs(result) -> dict:
         "carry_target_cpu": sum(r.get("carry_cpu_seconds", r["unit_cpu_seconds"]) for name, r in propagated.items() if name.startswith("carry.")),
         "targets": len(languages) - 1,
         # Per direction: CPU, lines and (query, document) pairs written (full: the labelled ones; base: 100 a line).
-        "directions": [
-            (r["unit_cpu_seconds"], sum(f["lines"] for f in r["files"]), sum(f["docs_ge1"] if "/full/" in f["path"] else 100 * f["lines"] for f in r["files"]))
-            for r in written
-        ],
+        "directions": [(r["unit_cpu_seconds"], *direction_amounts(r["files"])) for r in written],
         "docs_cpu": sum(r["unit_cpu_seconds"] for name, r in release.items() if name.startswith("docs.")),
         "splits_cpu": sum(r["unit_cpu_seconds"] for name, r in release.items() if name.startswith("splits.")),
     }

@@ -1,9 +1,9 @@
 """Relevance labels of one query from its BM25 scores (docs/method.md section 5).
 
 Per query, never globally: min-max normalise the returned scores, split them into
-5 Jenks natural-breaks classes (Fisher-Jenks, as jenkspy computes them), label the classes 1 (lowest) to 5
-(highest), and give the query's own article label 6, adding it when BM25 did not
-return it. Every other document is label 0 and is not stored.
+5 Jenks natural-breaks classes (Fisher-Jenks, as jenkspy computes them), label the
+classes 1 (lowest) to 5 (highest), and give the query's own article label 6, adding it
+when BM25 did not return it. Every other document is label 0 and is not stored.
 
 **[ours]** edge cases: with fewer than 5 distinct scores there are as many classes
 as distinct values, the top one is label 5 and the others are spread by rank onto
