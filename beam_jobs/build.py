@@ -1,9 +1,10 @@
 """The whole build: dumps -> BI-139, MULTI-8, DOCS, ``downloads.json.gz``, ``stats/``, ``manifest.json``.
 
-Stages, each a Beam pipeline and each skipped when it already finished with the
-same fingerprint (``beam_jobs.stages``)::
+Stages, each skipped when it already finished with the same fingerprint
+(``beam_jobs.stages.StageLog``); all but ``stats`` are Beam pipelines (``Stage``),
+``stats`` draws its tables from the counts the write stage reported::
 
-    extract_docs -> extract_sitelinks -> link -> retrieve -> label -> propagate -> write -> stats
+    extract_docs -> extract_sitelinks -> link_entities -> retrieve -> label -> propagate -> write_release -> stats
 
 Intermediate Parquet goes to ``WORK`` (default ``OUT/.work``); ``OUT`` gets
 exactly the released layout plus ``stats/`` and ``manifest.json``.
@@ -15,9 +16,7 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
 import platform
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
@@ -27,29 +26,26 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from clirmatrix.beam_jobs import common, runners
-from clirmatrix.beam_jobs.extract import NoDumpsError, find_dumps
-from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
-from clirmatrix.beam_jobs.extract_sitelinks import run_extract_sitelinks
-from clirmatrix.beam_jobs.label import run_label
-from clirmatrix.beam_jobs.link_entities import run_link_entities
-from clirmatrix.beam_jobs.propagate import run_propagate
-from clirmatrix.beam_jobs.retrieve import run_retrieve
-from clirmatrix.beam_jobs.stages import StageLog
+from clirmatrix.beam_jobs.extract_docs import ExtractDocs, docs_settings
+from clirmatrix.beam_jobs.extract_sitelinks import ExtractSitelinks
+from clirmatrix.beam_jobs.label import Label
+from clirmatrix.beam_jobs.link_entities import LinkEntities
+from clirmatrix.beam_jobs.propagate import Propagate
+from clirmatrix.beam_jobs.retrieve import Retrieve, retrieval_settings
+from clirmatrix.beam_jobs.stages import StageLog, config_parser, doc_summary
 from clirmatrix.beam_jobs.stats import counted_while_writing, run_stats
-from clirmatrix.beam_jobs.write_release import run_write_release
+from clirmatrix.beam_jobs.write_release import WriteRelease, release_settings
 from clirmatrix.pipeline import fileio, layout
-from clirmatrix.pipeline.config import BuildConfig, as_dict, flag_name, resolve
+from clirmatrix.pipeline.config import BuildConfig, as_dict, resolve
 from clirmatrix.pipeline.corpus import WorkDirs
-from clirmatrix.pipeline.engines.base import Bm25Settings
+from clirmatrix.pipeline.dumps import NoDumpsError, find_dumps
 from clirmatrix.pipeline.fingerprint import fingerprint
 from clirmatrix.pipeline.localio import check_folder_path, md5_of
-from clirmatrix.pipeline.release import ReleaseSettings
 from clirmatrix.pipeline.report import write_report
-from clirmatrix.pipeline.retrieval import RetrievalSettings, check_engine
-from clirmatrix.pipeline.splits import SplitSettings
+from clirmatrix.pipeline.retrieval import check_engine
 
 LOG = logging.getLogger("clirmatrix")
-STAGES = ("extract_docs", "extract_sitelinks", "link", "retrieve", "label", "propagate", "write", "stats")
+STAGES = (ExtractDocs.name, ExtractSitelinks.name, LinkEntities.name, Retrieve.name, Label.name, Propagate.name, WriteRelease.name, "stats")
 _VERSIONED = ("clirmatrix", "apache-beam", "pyarrow", "numpy", "jenkspy", "numba", "PyStemmer", "orjson", "isal", "mwparserfromhell")
 
 
@@ -126,13 +122,7 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
     config = replace(config, dumps=fileio.absolute(config.dumps), out=fileio.absolute(config.out), work=fileio.absolute(config.work))
     beam_args = runners.resolve(beam_args)
     common.use_filesystem_options(beam_args)
-    bm25 = Bm25Settings(config.k1, config.b, config.title_boost, config.combine)
-    es_url = config.es_url or os.environ.get("CLIRMATRIX_ES_URL", "")
-    retrieval = RetrievalSettings(
-        config.engine, config.k, bm25, config.threads, es_url,
-        shard_docs=config.shard_docs, block_size=config.block_size, search_unit_queries=config.search_unit_queries,
-    )
-    check_engine(retrieval, config.langs)
+    check_engine(retrieval_settings(config), config.langs)
     found, link_sources = find_dumps(config.dumps, config.langs, config.source, config.skip_missing, config.links)  # before OUT is touched
     for folder in (config.out, config.work_dir):
         fileio.check_writable(folder)
@@ -146,45 +136,35 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
     docs_inputs = _describe([dump.path for dumps in found.docs.values() for dump in dumps], config.dumps)
     wikidata_inputs = _describe([*link_sources.sitelinks_files, *(path for _, path in link_sources.page_props)], config.dumps)
     summaries: dict[str, dict] = {}
+    keys: dict[str, str] = {}
 
-    docs_settings = DocsSettings(min_docs=config.min_docs, max_bad_fraction=config.max_bad_fraction, split_bytes=config.split_mb << 20)
-    keys = {"extract_docs": fingerprint("extract_docs", version, docs_inputs, asdict(docs_settings))}
-    summaries["extract_docs"] = log.run(
-        "extract_docs", keys["extract_docs"], lambda: run_extract_docs(found.docs, work.stage("docs"), docs_settings, beam_args, workers)
-    )
-    langs = sorted(summaries["extract_docs"]["languages"])
+    def run_stage(stage, key: str, force: bool = False) -> dict:
+        keys[stage.name] = key
+        summaries[stage.name] = log.run(stage.name, key, lambda: stage.run(beam_args, workers), force=force)
+        return summaries[stage.name]
+
+    extract_docs = ExtractDocs(work.root, found.docs, docs_settings(config))
+    langs = sorted(run_stage(extract_docs, fingerprint(ExtractDocs.name, version, docs_inputs, asdict(extract_docs.settings)))["languages"])
     if not langs:
         raise NoDumpsError(f"every language has fewer than --min-docs {config.min_docs:,} documents; nothing to build")
-    keys["extract_sitelinks"] = fingerprint("extract_sitelinks", version, link_sources.mode, wikidata_inputs, langs, config.max_bad_fraction, config.split_mb)
-    summaries["extract_sitelinks"] = log.run(
-        "extract_sitelinks",
-        keys["extract_sitelinks"],
-        lambda: run_extract_sitelinks(link_sources, langs, work.stage("sitelinks"), config.max_bad_fraction, beam_args, workers, split_bytes=config.split_mb << 20),
-    )
-    keys["link"] = fingerprint("link", keys["extract_docs"], keys["extract_sitelinks"])
-    summaries["link"] = log.run("link", keys["link"], lambda: run_link_entities(work.root, beam_args, workers))
+    sitelinks = ExtractSitelinks(work.root, link_sources, langs, config.max_bad_fraction, split_bytes=config.split_mb << 20)
+    run_stage(sitelinks, fingerprint(ExtractSitelinks.name, version, link_sources.mode, wikidata_inputs, langs, config.max_bad_fraction, config.split_mb))
+    run_stage(LinkEntities(work.root), fingerprint(LinkEntities.name, keys[ExtractDocs.name], keys[ExtractSitelinks.name]))
+    retrieve = Retrieve(work.root, retrieval_settings(config), langs)
+    run_stage(retrieve.with_docs_key(keys[ExtractDocs.name]), fingerprint(Retrieve.name, keys[LinkEntities.name], retrieve.settings.fingerprint_parts()))
+    run_stage(Label(work.root), fingerprint(Label.name, keys[Retrieve.name]))
+    run_stage(Propagate(work.root, langs), fingerprint(Propagate.name, keys[Label.name], keys[LinkEntities.name]))
 
-    keys["retrieve"] = fingerprint("retrieve", keys["link"], retrieval.fingerprint_parts())
-    retrieval = replace(retrieval, docs_key=keys["extract_docs"])
-    summaries["retrieve"] = log.run("retrieve", keys["retrieve"], lambda: run_retrieve(work.root, langs, retrieval, beam_args, workers))
-    keys["label"] = fingerprint("label", keys["retrieve"])
-    summaries["label"] = log.run("label", keys["label"], lambda: run_label(work.root, beam_args, workers))
-    keys["propagate"] = fingerprint("propagate", keys["label"], keys["link"])
-    summaries["propagate"] = log.run("propagate", keys["propagate"], lambda: run_propagate(work.root, langs, beam_args, workers))
-
-    splits = SplitSettings(config.seed, config.train_size, config.eval_size)
-    release = ReleaseSettings(splits, tuple(config.multi_langs), base_url=config.base_url)
+    release = release_settings(config)
     if not set(release.multi_langs) <= set(langs):
         missing = sorted(set(release.multi_langs) - set(langs))
         found.notes.append(f"MULTI-8 not built: {', '.join(missing)} missing (needs {', '.join(release.multi_langs)})")
         LOG.warning(found.notes[-1])
-    keys["write"] = fingerprint("write", keys["propagate"], release.fingerprint_parts(), config.out)
     # A deleted output is written again whatever the stage records say.
     rewrite = not fileio.exists(fileio.join(config.out, layout.INDEX))
-    summaries["write"] = log.run(
-        "write", keys["write"], lambda: run_write_release(work.root, config.out, langs, release, beam_args, workers), force=rewrite
-    )
-    keys["stats"] = fingerprint("stats", keys["write"])
+    write_key = fingerprint(WriteRelease.name, keys[Propagate.name], release.fingerprint_parts(), config.out)
+    run_stage(WriteRelease(work.root, config.out, release, langs), write_key, force=rewrite)
+    keys["stats"] = fingerprint("stats", keys[WriteRelease.name])
     restat = rewrite or not fileio.any_under(fileio.join(config.out, layout.STATS_DIR))
     summaries["stats"] = log.run("stats", keys["stats"], lambda: run_stats(config.out, counted_while_writing(work.root)), force=restat)
 
@@ -194,11 +174,11 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
         "settings": as_dict(config),
         "inputs": input_checksums(docs_inputs + wikidata_inputs, config.dumps, work.root),
         "languages": langs,
-        "dropped_languages": sorted(summaries["extract_docs"]["dropped"]),
+        "dropped_languages": sorted(summaries[ExtractDocs.name]["dropped"]),
         "notes": found.notes,
         "counts": _counts(summaries),
         "input_counts": _input_counts(summaries),
-        "files": _file_counts(summaries["write"]["files"]),
+        "files": _file_counts(summaries[WriteRelease.name]["files"]),
         "stage_fingerprints": keys,
     }
     fileio.write_json(fileio.join(config.out, layout.MANIFEST), manifest)
@@ -213,8 +193,8 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
 
 def _input_counts(summaries: dict[str, dict]) -> dict[str, dict]:
     """Per language (and for Wikidata) what the readers met: records, and bad records by kind."""
-    counts = {lang: {"records": entry["records"], "rejected": entry["rejected"]} for lang, entry in summaries["extract_docs"]["languages"].items()}
-    sitelinks = summaries["extract_sitelinks"]
+    counts = {lang: {"records": entry["records"], "rejected": entry["rejected"]} for lang, entry in summaries[ExtractDocs.name]["languages"].items()}
+    sitelinks = summaries[ExtractSitelinks.name]
     counts["wikidata"] = {"records": sitelinks["entities_read"], "rejected": sitelinks["rejected"]}
     return counts
 
@@ -231,33 +211,24 @@ def _file_counts(files: Sequence[dict]) -> dict[str, dict[str, int]]:
 
 def _counts(summaries: dict[str, dict]) -> dict:
     """Key counts per language and per released set, for the manifest and the command's summary."""
-    retrieval = summaries["retrieve"]["languages"]
-    links = summaries["link"]["languages"]
+    retrieval = summaries[Retrieve.name]["languages"]
+    links = summaries[LinkEntities.name]["languages"]
     per_lang = {
         lang: {
             "docs": entry["docs"],
             "linked": links[lang]["linked_wikidata"] + links[lang]["linked_dump"],
             "queries_without_hits": retrieval[lang]["queries_without_hits"],
         }
-        for lang, entry in summaries["extract_docs"]["languages"].items()
+        for lang, entry in summaries[ExtractDocs.name]["languages"].items()
     }
-    return {"languages": per_lang, "sets": summaries["write"]["sets"]}
+    return {"languages": per_lang, "sets": summaries[WriteRelease.name]["sets"]}
 
 
 def run(argv: Sequence[str] | None = None) -> BuildResult:
     """Entry point in the style of Beam's examples: the build's settings as flags (derived from ``BuildConfig``), the rest go to Beam."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", help="TOML or YAML file with any of these settings; flags win.")
-    for setting in fields(BuildConfig):
-        flag, default = flag_name(setting.name), setting.default
-        if isinstance(default, bool):
-            parser.add_argument(flag, dest=setting.name, action="store_const", const=True, default=None, help=setting.metadata["help"])
-        else:
-            kind = type(default) if isinstance(default, (int, float)) else str
-            parser.add_argument(flag, dest=setting.name, type=kind, default=None, help=setting.metadata["help"])
-    args, beam_args = parser.parse_known_args(argv)
-    flags = {setting.name: getattr(args, setting.name) for setting in fields(BuildConfig)}
-    return run_build(resolve(args.config, flags), beam_args)
+    settings = [setting.name for setting in fields(BuildConfig)]
+    args, beam_args = config_parser(doc_summary(__doc__), settings).parse_known_args(argv)
+    return run_build(resolve(args.config, {name: getattr(args, name) for name in settings}), beam_args)
 
 
 if __name__ == "__main__":

@@ -28,12 +28,12 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 # The stage-folder conventions live in the library; the jobs reach them through here.
 from clirmatrix.beam_jobs.runners import LOCAL_RUNNER
-from clirmatrix.pipeline.reports import finish_stage, is_complete, read_reports, require_complete, start_stage, write_report
-from clirmatrix.pipeline.units import Unit
+from clirmatrix.pipeline.reports import finish_stage, is_complete, read_named_reports, read_reports, require_complete, start_stage, write_report
+from clirmatrix.schemas.contracts import Unit
 
 LOG = logging.getLogger("clirmatrix")
 __all__ = [
-    "Barrier", "RunUnits", "StorageDoFn", "default_workers", "finish_stage", "is_complete", "names_runner", "pipeline_options", "read_reports",
+    "Barrier", "RunUnits", "StorageDoFn", "default_workers", "finish_stage", "is_complete", "names_runner", "pipeline_options", "read_named_reports", "read_reports",
     "require_complete", "run_stage", "start_stage", "use_filesystem_options", "write_report",
 ]
 
@@ -91,13 +91,13 @@ class StorageDoFn(beam.DoFn):
 
 
 class RunUnits(StorageDoFn):
-    """Runs the units of one step (``run(*unit.args)`` returns the unit's report) and passes the others on.
+    """Runs the units of one step (``run(unit)`` returns the unit's report) and passes the others on.
 
     Each finished unit writes its report and leaves its name in the output. No
     state outlives a call: whatever a unit needs it reads from its inputs.
     """
 
-    def __init__(self, step: str, run: Callable[..., dict], report_dir: str, beam_args: Sequence[str] = ()) -> None:
+    def __init__(self, step: str, run: Callable[[Unit], dict], report_dir: str, beam_args: Sequence[str] = ()) -> None:
         super().__init__(beam_args)
         self.step = step
         self.run = run
@@ -108,7 +108,7 @@ class RunUnits(StorageDoFn):
             yield element
             return
         started, cpu = time.perf_counter(), time.process_time()
-        report = self.run(*element.args)
+        report = self.run(element)
         # What the unit cost, for the benchmarks' models (the process runs one unit at a time).
         report["unit_seconds"] = round(time.perf_counter() - started, 3)
         report["unit_cpu_seconds"] = round(time.process_time() - cpu, 3)

@@ -12,14 +12,13 @@ occurrence wins) and a language below ``--min-docs`` is dropped.
 
 Example::
 
-    python -m clirmatrix.beam_jobs.extract_docs --dumps dumps/ --out work/docs --langs en,de
-    python -m clirmatrix.beam_jobs.extract_docs --dumps gs://b/dumps --out gs://b/work/docs \\
+    python -m clirmatrix.beam_jobs.extract_docs --dumps dumps/ --work work/ --langs en,de
+    python -m clirmatrix.beam_jobs.extract_docs --dumps gs://b/dumps --work gs://b/work \\
         --runner=DataflowRunner --project=P --region=R --temp_location=gs://b/tmp
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import time
@@ -32,12 +31,14 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from clirmatrix.beam_jobs import common
+from clirmatrix.beam_jobs.stages import Stage, doc_summary, run_job
 from clirmatrix.pipeline import bz2_ranges, fileio, gzip_parts, gzip_ranges
 from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, DamagedInputError, FileReport, check_bad_fraction
 from clirmatrix.pipeline.bz2_ranges import BlockRange
-from clirmatrix.pipeline.config import DEFAULT_MIN_DOCS, DEFAULT_SPLIT_BYTES, DEFAULT_SPLIT_MB, comma_list
+from clirmatrix.pipeline.config import DEFAULT_MIN_DOCS, DEFAULT_SPLIT_BYTES, BuildConfig
+from clirmatrix.pipeline.corpus import Folders
 from clirmatrix.pipeline.dedup import drop_duplicate_ids
-from clirmatrix.pipeline.dumps import CIRRUS, HTML, SOURCES, XML, DumpFile, discover
+from clirmatrix.pipeline.dumps import CIRRUS, HTML, XML, DumpFile, find_dumps
 from clirmatrix.pipeline.formats import cirrus, enterprise_html, mediawiki_xml
 from clirmatrix.pipeline.gzip_ranges import GzipUnit
 from clirmatrix.pipeline.languages import is_unspaced
@@ -335,8 +336,8 @@ class FinalizeLanguage(common.StorageDoFn):
         yield lang
 
 
-class ExtractDocs(beam.PTransform):
-    """``(rank, DumpFile)`` units -> per-language docs Parquet; outputs the finished languages."""
+class ReadDumpFiles(beam.PTransform):
+    """``DocsUnit``s -> per-language docs Parquet; outputs the finished languages."""
 
     def __init__(self, out_dir: str, settings: DocsSettings, background_inflate: bool = False, beam_args: Sequence[str] = ()) -> None:
         super().__init__()
@@ -348,7 +349,7 @@ class ExtractDocs(beam.PTransform):
     def expand(self, units):
         return (
             units
-            # One element per dump file; each file is read whole by one worker.
+            # One element per dump file or range; each is read by one worker.
             | "ReadDumpFile" >> beam.ParDo(ExtractDumpFile(self.out_dir, self.settings, self.background_inflate, self.beam_args))
             # (lang, unit report) for every file of every language.
             | "GroupByLanguage" >> beam.GroupByKey()
@@ -356,35 +357,56 @@ class ExtractDocs(beam.PTransform):
         )
 
 
-def run_extract_docs(
-    dumps: dict[str, list[DumpFile]],
-    out_dir: str,
-    settings: DocsSettings = DocsSettings(),
-    beam_args: Sequence[str] = (),
-    workers: int | None = None,
-) -> dict:
-    """Run the stage and return its summary; raises ``TooManyBadRecords`` past the limit."""
-    common.start_stage(out_dir)
-    index_dumps(dumps, out_dir, settings.split_bytes, beam_args, workers)
-    units = plan_units(dumps, settings.split_bytes, out_dir)
-    workers = workers or common.default_workers(len(units))
-    # A second inflating thread pays only where a core is spare: one local worker on a
-    # multi-core machine. With a worker per core (or on a cluster) it only competes.
-    background_inflate = workers == 1 and (os.cpu_count() or 1) > 1 and not common.names_runner(beam_args)
-    common.run_stage("ExtractDocs", units, ExtractDocs(out_dir, settings, background_inflate, beam_args), beam_args, workers)
-    summaries = sorted(common.read_reports(out_dir), key=lambda summary: summary["lang"])
-    reports = {s["lang"]: [FileReport.from_dict(unit["report"]) for unit in s["units"]] for s in summaries}
-    check_bad_fraction(reports, settings.max_bad_fraction)
-    bz2_ranges.check_range_reports((unit["report"]["file"], unit["part"]) for s in summaries for unit in s["units"] if unit.get("part"))
-    summary = _summarise(summaries, settings)
-    for lang, entry in summary["dropped"].items():
-        fileio.remove_tree(fileio.join(out_dir, lang))
-        LOG.warning("%s dropped: %s documents, fewer than --min-docs %s", lang, f"{entry['docs']:,}", f"{settings.min_docs:,}")
-    common.finish_stage(out_dir, summary)
-    return summary
+def docs_settings(config: BuildConfig) -> DocsSettings:
+    """The docs stage's settings of a build: the one place they derive from its flags."""
+    return DocsSettings(min_docs=config.min_docs, max_bad_fraction=config.max_bad_fraction, split_bytes=config.split_mb << 20)
 
 
-def _summarise(summaries: list[dict], settings: DocsSettings) -> dict:
+class ExtractDocs(Stage):
+    """Dump files (whole or in ranges) -> each language's docs Parquet, repeated ids removed, small languages dropped."""
+
+    name = "extract_docs"
+    folder = Folders.docs
+    flags = ("dumps", "langs", "skip_missing", "source", "min_docs", "max_bad_fraction", "split_mb")
+    doc = doc_summary(__doc__)
+
+    def __init__(self, work_root: str, dumps: dict[str, list[DumpFile]], settings: DocsSettings = DocsSettings()) -> None:
+        super().__init__(work_root)
+        self.dumps = dumps
+        self.settings = settings
+        self.background_inflate = False
+
+    @classmethod
+    def from_config(cls, work_root: str, config: BuildConfig) -> ExtractDocs:
+        found, _ = find_dumps(fileio.absolute(config.dumps), config.langs, config.source, config.skip_missing, links=None)
+        return cls(work_root, found.docs, docs_settings(config))
+
+    def prepare(self, beam_args: Sequence[str], workers: int | None) -> None:
+        index_dumps(self.dumps, self.stage_dir, self.settings.split_bytes, beam_args, workers)
+
+    def plan(self, upstream: dict[str, dict]) -> list[DocsUnit]:
+        return plan_units(self.dumps, self.settings.split_bytes, self.stage_dir)
+
+    def transform(self, beam_args: Sequence[str] = (), workers: int = 1) -> beam.PTransform:
+        # A second inflating thread pays only where a core is spare: one local worker on a
+        # multi-core machine. With a worker per core (or on a cluster) it only competes.
+        background_inflate = workers == 1 and (os.cpu_count() or 1) > 1 and not common.names_runner(beam_args)
+        return ReadDumpFiles(self.stage_dir, self.settings, background_inflate, beam_args)
+
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
+        """Raises ``TooManyBadRecords`` past the limit; removes the dropped languages' files."""
+        summaries = sorted(reports.values(), key=lambda summary: summary["lang"])
+        by_lang = {s["lang"]: [FileReport.from_dict(unit["report"]) for unit in s["units"]] for s in summaries}
+        check_bad_fraction(by_lang, self.settings.max_bad_fraction)
+        bz2_ranges.check_range_reports((unit["report"]["file"], unit["part"]) for s in summaries for unit in s["units"] if unit.get("part"))
+        summary = _summarise(summaries, self.settings, self.name)
+        for lang, entry in summary["dropped"].items():
+            fileio.remove_tree(fileio.join(self.stage_dir, lang))
+            LOG.warning("%s dropped: %s documents, fewer than --min-docs %s", lang, f"{entry['docs']:,}", f"{self.settings.min_docs:,}")
+        return summary
+
+
+def _summarise(summaries: list[dict], settings: DocsSettings, stage: str) -> dict:
     languages, dropped = {}, {}
     for s in summaries:
         filtered, rejected = Counter(), Counter()
@@ -404,30 +426,11 @@ def _summarise(summaries: list[dict], settings: DocsSettings) -> dict:
             dropped[s["lang"]] = entry
         else:
             languages[s["lang"]] = entry
-    return {"stage": "docs", "settings": asdict(settings), "languages": languages, "dropped": dropped}
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dumps", required=True, help="folder (or bucket prefix) holding the dumps")
-    parser.add_argument("--out", required=True, help="folder for the docs Parquet")
-    parser.add_argument("--langs", type=comma_list, default=None)
-    parser.add_argument("--source", choices=SOURCES, default="auto")
-    parser.add_argument("--min-docs", type=int, default=DEFAULT_MIN_DOCS)
-    parser.add_argument("--split-mb", type=int, default=DEFAULT_SPLIT_MB, help="compressed MB per unit of a dump read in ranges")
-    parser.add_argument("--max-bad-fraction", type=float, default=DEFAULT_MAX_BAD_FRACTION)
-    parser.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per file, up to the cores)")
-    return parser
+    return {"stage": stage, "settings": asdict(settings), "languages": languages, "dropped": dropped}
 
 
 def run(argv: Sequence[str] | None = None) -> dict:
-    """Entry point in the style of Beam's examples: our flags first, the rest go to Beam."""
-    args, beam_args = build_parser().parse_known_args(argv)
-    found = discover(args.dumps, args.langs, args.source)
-    for note in found.notes:
-        LOG.warning(note)
-    settings = DocsSettings(min_docs=args.min_docs, max_bad_fraction=args.max_bad_fraction, split_bytes=args.split_mb << 20)
-    return run_extract_docs(found.docs, args.out, settings, beam_args, args.workers)
+    return run_job(ExtractDocs, argv)
 
 
 if __name__ == "__main__":

@@ -3,20 +3,18 @@
 The Wikidata-wide source (``--links``, docs/method.md section 3) is either the
 ``wb_items_per_site`` SQL dump (a few GB) or the JSON dump (well over 100 GB); its rows
 or entity lines become sitelinks of the selected languages in
-``{out}/{lang}/{NNNNN}-{dump name}.parquet``. For the JSON dump, a line without the
+``sitelinks/{lang}/{NNNNN}-{dump name}.parquet``. For the JSON dump, a line without the
 quoted site key of any selected language is skipped unparsed
 (``clirmatrix.pipeline.formats.wikidata``). Each wiki's ``page_props`` dump becomes
-``{out}/_page_props/{lang}/{NNNNN}-{dump name}.parquet``: which item each page id is.
+``sitelinks/_page_props/{lang}/{NNNNN}-{dump name}.parquet``: which item each page id is.
 
 Example::
 
-    python -m clirmatrix.beam_jobs.extract_sitelinks --wikidata dumps/latest-all.json.gz \\
-        --out work/sitelinks --langs en,de,zh
+    python -m clirmatrix.beam_jobs.extract_sitelinks --dumps dumps/ --work work/ --links wikidata-json --langs en,de,zh
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 from collections import Counter
@@ -26,12 +24,13 @@ from typing import IO, BinaryIO, NamedTuple
 import apache_beam as beam
 
 from clirmatrix.beam_jobs import common
+from clirmatrix.beam_jobs.stages import Stage, doc_summary, run_job
 from clirmatrix.pipeline import bz2_ranges, fileio
 from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, DamagedInputError, FileReport, check_bad_fraction
 from clirmatrix.pipeline.bz2_ranges import BlockRange
-from clirmatrix.pipeline.config import DEFAULT_SPLIT_BYTES, comma_list
-from clirmatrix.pipeline.corpus import PAGE_PROPS_FOLDER
-from clirmatrix.pipeline.dumps import ITEMS_PER_SITE, PAGE_PROPS, WIKIDATA_JSON, LinkInputs
+from clirmatrix.pipeline.config import DEFAULT_SPLIT_BYTES, BuildConfig
+from clirmatrix.pipeline.corpus import PAGE_PROPS_FOLDER, Folders
+from clirmatrix.pipeline.dumps import ITEMS_PER_SITE, PAGE_PROPS, WIKIDATA_JSON, LinkInputs, find_dumps
 from clirmatrix.pipeline.formats.mediawiki_sql import read_items_per_site, read_page_props
 from clirmatrix.pipeline.formats.wikidata import Framing, Sitelink, SitelinkFilter, read_sitelinks
 from clirmatrix.pipeline.parquet_io import ParquetSink
@@ -143,7 +142,7 @@ def check_ranges(units_done: Sequence[dict]) -> None:
             raise DamagedInputError(f"{path}: the entity array opened on line 1 is never closed with ']': the file was cut short; download it again")
 
 
-class ExtractLinks(beam.PTransform):
+class ReadLinkFiles(beam.PTransform):
     """``LinkUnit`` elements -> sitelinks and page entities Parquet; outputs each unit's name."""
 
     def __init__(self, out_dir: str, langs: Sequence[str], prefilter: bool = True, beam_args: Sequence[str] = ()) -> None:
@@ -172,59 +171,72 @@ def link_units(sources: LinkInputs, langs: Sequence[str], split_bytes: int = DEF
     return units
 
 
-def run_extract_sitelinks(
-    sources: LinkInputs,
-    langs: Sequence[str],
-    out_dir: str,
-    max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION,
-    beam_args: Sequence[str] = (),
-    workers: int | None = None,
-    prefilter: bool = True,
-    split_bytes: int = DEFAULT_SPLIT_BYTES,
-) -> dict:
-    """Run the stage and return its summary; raises ``TooManyBadRecords`` past the limit."""
-    units = link_units(sources, langs, split_bytes)
-    common.start_stage(out_dir)
-    if units:
-        common.run_stage("ExtractLinks", units, ExtractLinks(out_dir, langs, prefilter, beam_args), beam_args, workers)
-    units_done = sorted(common.read_reports(out_dir), key=lambda unit: unit["rank"])
-    wide = [FileReport.from_dict(unit["report"]) for unit in units_done if unit["kind"] != PAGE_PROPS]
-    props = [FileReport.from_dict(unit["report"]) for unit in units_done if unit["kind"] == PAGE_PROPS]
-    # A Wikidata record is an entity line (JSON) or a row (wb_items_per_site); a page_props record a row.
-    check_bad_fraction(_by_file(wide), max_bad_fraction, unit="entity lines" if sources.sitelinks_kind == WIKIDATA_JSON else "rows")
-    check_bad_fraction(_by_file(props), max_bad_fraction, unit="rows")
-    check_ranges(units_done)
-    totals = Counter()
-    for unit in units_done:
-        if unit["kind"] != PAGE_PROPS:
-            totals.update(unit["links"])
-    summary = {
-        "stage": "sitelinks",
-        "links": sources.mode,
-        "source": sources.sitelinks_kind,
-        "languages": {lang: totals.get(lang, 0) for lang in sorted(langs)},
-        "entities_read": sum(r.records for r in wide),
-        "entities_with_sitelinks": sum(r.kept for r in wide),
-        "rejected": dict(sorted(sum((r.rejected for r in wide + props), Counter()).items())),
-        "page_props": {unit["lang"]: unit["links"][unit["lang"]] for unit in units_done if unit["kind"] == PAGE_PROPS},
-        "files": sorted({fileio.basename(r.file) for r in wide + props}),
-        "max_bad_fraction": max_bad_fraction,
-    }
-    common.finish_stage(out_dir, summary)
-    return summary
+class ExtractSitelinks(Stage):
+    """Link sources -> each selected language's sitelinks and page entities, every record counted."""
+
+    name = "extract_sitelinks"
+    folder = Folders.sitelinks
+    flags = ("dumps", "langs", "source", "skip_missing", "links", "max_bad_fraction", "split_mb")
+    doc = doc_summary(__doc__)
+
+    def __init__(
+        self, work_root: str, sources: LinkInputs, langs: Sequence[str] = (), max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION,
+        split_bytes: int = DEFAULT_SPLIT_BYTES, prefilter: bool = True,
+    ) -> None:  # fmt: skip
+        super().__init__(work_root)
+        self.sources = sources
+        self.langs = tuple(sorted(langs))  # none: the languages the docs stage kept
+        self.max_bad_fraction = max_bad_fraction
+        self.split_bytes = split_bytes
+        self.prefilter = prefilter
+
+    @classmethod
+    def from_config(cls, work_root: str, config: BuildConfig) -> ExtractSitelinks:
+        _, sources = find_dumps(fileio.absolute(config.dumps), config.langs, config.source, config.skip_missing, config.links)
+        return cls(work_root, sources, config.langs, config.max_bad_fraction, config.split_mb << 20)
+
+    def upstream(self) -> dict[str, dict]:
+        return {} if self.langs else {Folders.docs: common.require_complete(self.work.stage(Folders.docs), Folders.docs)}
+
+    def selected(self, upstream: dict[str, dict]) -> list[str]:
+        return list(self.langs) or sorted(upstream[Folders.docs]["languages"])
+
+    def plan(self, upstream: dict[str, dict]) -> list[LinkUnit]:
+        return link_units(self.sources, self.selected(upstream), self.split_bytes)
+
+    def transform(self, beam_args: Sequence[str] = (), workers: int = 1) -> beam.PTransform:
+        return ReadLinkFiles(self.stage_dir, self.selected(self.upstream()), self.prefilter, beam_args)
+
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
+        """Raises ``TooManyBadRecords`` past the limit, and ``DamagedInputError`` for a JSON dump cut short."""
+        sources, max_bad_fraction = self.sources, self.max_bad_fraction
+        units_done = sorted(reports.values(), key=lambda unit: unit["rank"])
+        wide = [FileReport.from_dict(unit["report"]) for unit in units_done if unit["kind"] != PAGE_PROPS]
+        props = [FileReport.from_dict(unit["report"]) for unit in units_done if unit["kind"] == PAGE_PROPS]
+        # A Wikidata record is an entity line (JSON) or a row (wb_items_per_site); a page_props record a row.
+        check_bad_fraction(_by_file(wide), max_bad_fraction, unit="entity lines" if sources.sitelinks_kind == WIKIDATA_JSON else "rows")
+        check_bad_fraction(_by_file(props), max_bad_fraction, unit="rows")
+        check_ranges(units_done)
+        totals = Counter()
+        for unit in units_done:
+            if unit["kind"] != PAGE_PROPS:
+                totals.update(unit["links"])
+        return {
+            "stage": self.name,
+            "links": sources.mode,
+            "source": sources.sitelinks_kind,
+            "languages": {lang: totals.get(lang, 0) for lang in self.selected(upstream)},
+            "entities_read": sum(r.records for r in wide),
+            "entities_with_sitelinks": sum(r.kept for r in wide),
+            "rejected": dict(sorted(sum((r.rejected for r in wide + props), Counter()).items())),
+            "page_props": {unit["lang"]: unit["links"][unit["lang"]] for unit in units_done if unit["kind"] == PAGE_PROPS},
+            "files": sorted({fileio.basename(r.file) for r in wide + props}),
+            "max_bad_fraction": max_bad_fraction,
+        }
 
 
 def run(argv: Sequence[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--wikidata", required=True, nargs="+", help="Wikidata JSON dump file(s), or one wb_items_per_site SQL dump")
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--langs", required=True, type=comma_list)
-    parser.add_argument("--max-bad-fraction", type=float, default=DEFAULT_MAX_BAD_FRACTION)
-    parser.add_argument("--no-prefilter", action="store_true", help="parse every line (slower; same result)")
-    args, beam_args = parser.parse_known_args(argv)
-    kind = ITEMS_PER_SITE if any("wb_items_per_site" in fileio.basename(path) for path in args.wikidata) else WIKIDATA_JSON
-    sources = LinkInputs.wikidata_wide(kind, args.wikidata)
-    return run_extract_sitelinks(sources, args.langs, args.out, args.max_bad_fraction, beam_args, prefilter=not args.no_prefilter)
+    return run_job(ExtractSitelinks, argv)
 
 
 if __name__ == "__main__":

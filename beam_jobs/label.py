@@ -12,67 +12,52 @@ Example::
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections import Counter
 from collections.abc import Sequence
 
-import apache_beam as beam
-
-from clirmatrix.beam_jobs import common, runners, stages
-from clirmatrix.pipeline import fileio
-from clirmatrix.pipeline.corpus import WorkDirs
+from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job
+from clirmatrix.pipeline.config import BuildConfig
+from clirmatrix.pipeline.corpus import Folders
 from clirmatrix.pipeline.labels import label_block
-from clirmatrix.pipeline.units import LanguagePlan, Unit
+from clirmatrix.schemas.contracts import BlockTask, Unit, language_plans
 
 LOG = logging.getLogger("clirmatrix")
-LABEL = "label"
 
 
-class LabelQueries(beam.PTransform):
+class Label(Stage):
     """Blocks of queries -> their labelled documents."""
 
-    def __init__(self, work_root: str, beam_args: Sequence[str] = ()) -> None:
-        super().__init__()
-        self.work_root = work_root
-        self.beam_args = list(beam_args)
+    name = "label"
+    folder = Folders.labels
+    reads = (Folders.retrieval,)
+    steps = (Step("label", "LabelBlock", "a block's hits labelled by Jenks breaks"),)
+    doc = doc_summary(__doc__)
 
-    def expand(self, units):
-        run = functools.partial(label_block, self.work_root)
-        return units | "LabelBlock" >> beam.ParDo(common.RunUnits(LABEL, run, WorkDirs(self.work_root).stage("labels"), self.beam_args))
+    @classmethod
+    def from_config(cls, work_root: str, config: BuildConfig) -> Label:
+        return cls(work_root)
 
+    def plan(self, upstream: dict[str, dict]) -> list[Unit]:
+        plans = language_plans(upstream[Folders.retrieval])
+        return [Unit("label", f"{plan.lang}.{block:05d}", BlockTask(plan, block)) for plan in plans for block in range(plan.blocks)]
 
-def language_plans(summary: dict) -> list[LanguagePlan]:
-    """The plans a stage's summary records (every stage after retrieval keeps retrieval's blocks)."""
-    return [LanguagePlan.from_dict(entry["plan"]) for _, entry in sorted(summary["languages"].items())]
+    def run_unit(self, unit: Unit) -> dict:
+        return label_block(self.work_root, unit.task.plan, unit.task.block)
 
-
-def run_label(work_root: str, beam_args: Sequence[str] = (), workers: int | None = None) -> dict:
-    """Label every language the retrieval stage searched."""
-    work = WorkDirs(work_root)
-    plans = language_plans(common.require_complete(work.stage("retrieval"), "retrieval"))
-    out_dir = work.stage("labels")
-    common.start_stage(out_dir)
-    units = [Unit(LABEL, f"{plan.lang}.{block:05d}", (plan, block)) for plan in plans for block in range(plan.blocks)]
-    common.run_stage("LabelQueries", units, LabelQueries(work_root, beam_args), beam_args, workers)
-    reports = common.read_reports(out_dir)
-    languages = {}
-    for plan in plans:
-        mine = [r for r in reports if r["lang"] == plan.lang]
-        labels = Counter()
-        for report in mine:
-            labels.update(report["labels"])
-        languages[plan.lang] = {"lang": plan.lang, "queries": sum(r["queries"] for r in mine), "labels": dict(sorted(labels.items())), "plan": plan.to_dict()}
-    summary = {"stage": "labels", "languages": languages}
-    common.finish_stage(out_dir, summary)
-    return summary
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
+        languages = {}
+        for plan in language_plans(upstream[Folders.retrieval]):
+            mine = [r for r in reports.values() if r["lang"] == plan.lang]
+            labels = Counter()
+            for report in mine:
+                labels.update(report["labels"])
+            languages[plan.lang] = {"lang": plan.lang, "queries": sum(r["queries"] for r in mine), "labels": dict(sorted(labels.items())), "plan": plan.to_dict()}
+        return {"stage": self.name, "languages": languages}
 
 
 def run(argv: Sequence[str] | None = None) -> dict:
-    args, beam_args = stages.job_parser(__doc__, "The build's work folder (with retrieval/).").parse_known_args(argv)
-    beam_args = runners.resolve(beam_args)
-    common.use_filesystem_options(beam_args)
-    return run_label(fileio.absolute(args.work), beam_args)
+    return run_job(Label, argv)
 
 
 if __name__ == "__main__":

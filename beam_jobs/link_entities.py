@@ -13,69 +13,54 @@ Example::
 
 from __future__ import annotations
 
-import argparse
-import functools
 import logging
 from collections.abc import Sequence
 
-import apache_beam as beam
-
-from clirmatrix.beam_jobs import common, runners
+from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job
 from clirmatrix.pipeline import fileio
-from clirmatrix.pipeline.corpus import WorkDirs
+from clirmatrix.pipeline.config import BuildConfig
+from clirmatrix.pipeline.corpus import Folders
 from clirmatrix.pipeline.linking import write_links
-from clirmatrix.pipeline.units import Unit
+from clirmatrix.schemas.contracts import LanguageTask, Unit
 
 LOG = logging.getLogger("clirmatrix")
-LINK = "link"
+_TOTALS = ("docs", "linked_wikidata", "linked_dump", "unlinked", "disagreements", "page_props", "page_props_disagreements")
 
 
-class LinkEntities(beam.PTransform):
-    """Language units -> each language's entity links and catalog, and its link counts as a report."""
+class LinkEntities(Stage):
+    """Each language's documents matched to Wikidata entities: its links and catalog, and its link counts as a report."""
 
-    def __init__(self, work_root: str, beam_args: Sequence[str] = ()) -> None:
-        super().__init__()
-        self.work_root = work_root
-        self.beam_args = list(beam_args)
+    name = "link_entities"
+    folder = Folders.entity_docs
+    reads = (Folders.docs, Folders.sitelinks)
+    steps = (Step("link", "LinkLanguage", "a language's titles and entities matched to its sitelinks"),)
+    doc = doc_summary(__doc__)
 
-    def expand(self, units):
-        report_dir = WorkDirs(self.work_root).stage("entity_docs")
-        return units | "LinkLanguage" >> beam.ParDo(common.RunUnits(LINK, functools.partial(link_language_unit, self.work_root), report_dir, self.beam_args))
+    @classmethod
+    def from_config(cls, work_root: str, config: BuildConfig) -> LinkEntities:
+        return cls(work_root)
 
+    def plan(self, upstream: dict[str, dict]) -> list[Unit]:
+        langs = sorted(upstream[Folders.docs]["languages"])
+        missing = [lang for lang in langs if lang not in upstream[Folders.sitelinks]["languages"]]
+        if missing:
+            raise ValueError(f"the sitelinks in {self.work.stage('sitelinks')} were extracted without {', '.join(missing)}; rerun that stage with these languages")
+        fileio.remove_tree(self.work.stage(Folders.catalog))
+        return [Unit("link", lang, LanguageTask(lang)) for lang in langs]
 
-def link_language_unit(work_root: str, lang: str) -> dict:
-    """A language's unit: its links, with its page_props entities when the sitelinks stage read them."""
-    return write_links(work_root, lang, WorkDirs(work_root).page_props_dir(lang))
+    def run_unit(self, unit: Unit) -> dict:
+        """A language's links, with its page_props entities when the sitelinks stage read them."""
+        lang = unit.task.lang
+        return write_links(self.work_root, lang, self.work.page_props_dir(lang))
 
-
-def run_link_entities(work_root: str, beam_args: Sequence[str] = (), workers: int | None = None) -> dict:
-    """Link every language the docs stage kept; returns the per-language counts."""
-    work = WorkDirs(work_root)
-    docs_summary = common.require_complete(work.stage("docs"), "docs")
-    sitelinks_summary = common.require_complete(work.stage("sitelinks"), "sitelinks")
-    langs = sorted(docs_summary["languages"])
-    missing = [lang for lang in langs if lang not in sitelinks_summary["languages"]]
-    if missing:
-        raise ValueError(f"the sitelinks in {work.stage('sitelinks')} were extracted without {', '.join(missing)}; rerun that stage with these languages")
-    out_dir = work.stage("entity_docs")
-    common.start_stage(out_dir)
-    fileio.remove_tree(work.stage("catalog"))
-    units = [Unit(LINK, lang, (lang,)) for lang in langs]
-    common.run_stage("LinkEntities", units, LinkEntities(work_root, beam_args), beam_args, workers)
-    stats = {report["lang"]: report for report in common.read_reports(out_dir)}
-    totals = {key: sum(s[key] for s in stats.values()) for key in ("docs", "linked_wikidata", "linked_dump", "unlinked", "disagreements", "page_props", "page_props_disagreements")}
-    summary = {"stage": "entity_docs", "languages": dict(sorted(stats.items())), "totals": totals}
-    common.finish_stage(out_dir, summary)
-    return summary
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
+        stats = {report["lang"]: report for report in reports.values()}
+        totals = {key: sum(s[key] for s in stats.values()) for key in _TOTALS}
+        return {"stage": self.name, "languages": dict(sorted(stats.items())), "totals": totals}
 
 
 def run(argv: Sequence[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", required=True, help="The build's work folder (with docs/ and sitelinks/).")
-    args, beam_args = parser.parse_known_args(argv)
-    beam_args = runners.resolve(beam_args)
-    common.use_filesystem_options(beam_args)
-    return run_link_entities(fileio.absolute(args.work), beam_args)
+    return run_job(LinkEntities, argv)
 
 
 if __name__ == "__main__":

@@ -12,81 +12,88 @@ Example::
 
 from __future__ import annotations
 
-import functools
 import logging
+import os
 from collections.abc import Sequence
+from dataclasses import replace
 
-import apache_beam as beam
-
-from clirmatrix.beam_jobs import common, runners, stages
+from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job, sum_reports
 from clirmatrix.pipeline import fileio, retrieval
-from clirmatrix.pipeline.corpus import WorkDirs
-from clirmatrix.pipeline.reports import read_named_reports
+from clirmatrix.pipeline.config import BuildConfig
+from clirmatrix.pipeline.corpus import Folders
+from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.retrieval import RetrievalSettings
+from clirmatrix.schemas.contracts import LanguagePlan, Unit
 
 LOG = logging.getLogger("clirmatrix")
 
 
-class RetrieveLanguages(beam.PTransform):
+def retrieval_settings(config: BuildConfig) -> RetrievalSettings:
+    """The retrieval settings of a build: the one place they derive from its flags."""
+    bm25 = Bm25Settings(config.k1, config.b, config.title_boost, config.combine)
+    es_url = config.es_url or os.environ.get("CLIRMATRIX_ES_URL", "")
+    return RetrievalSettings(
+        config.engine, config.k, bm25, config.threads, es_url,
+        shard_docs=config.shard_docs, block_size=config.block_size, search_unit_queries=config.search_unit_queries,
+    )  # fmt: skip
+
+
+class Retrieve(Stage):
     """Retrieval units -> each language's top ``k`` per title, block by block."""
 
-    def __init__(self, work_root: str, settings: RetrievalSettings, beam_args: Sequence[str] = ()) -> None:
-        super().__init__()
-        self.work_root = work_root
+    name = "retrieve"
+    folder = Folders.retrieval
+    reads = (Folders.entity_docs,)
+    steps = (
+        Step(retrieval.PREPARE, "CountShardTerms", "each shard's terms counted (Elasticsearch: each language indexed on the cluster)"),
+        Step(retrieval.SUM, "SumTermCounts", "each term's document frequencies added up over its language's shards"),
+        Step(retrieval.SEARCH, "SearchShards", "every title searched in each shard, scored with its language's statistics"),
+        Step(retrieval.MERGE, "MergeShardHits", "the shards' top k of each block of queries merged"),
+    )
+    flags = (
+        "langs", "engine", "k", "k1", "b", "title_boost", "combine", "es_url", "threads", "shard_docs", "block_size", "search_unit_queries",
+    )  # fmt: skip
+    doc = doc_summary(__doc__)
+
+    def __init__(self, work_root: str, settings: RetrievalSettings, langs: Sequence[str] = ()) -> None:
+        super().__init__(work_root)
         self.settings = settings
-        self.beam_args = list(beam_args)
+        self.langs = tuple(sorted(langs))  # none: every language linked
 
-    def _step(self, step: str) -> common.RunUnits:
-        run = functools.partial(retrieval.STEPS[step], self.work_root, self.settings)
-        return common.RunUnits(step, run, WorkDirs(self.work_root).stage("retrieval"), self.beam_args)
+    @classmethod
+    def from_config(cls, work_root: str, config: BuildConfig) -> Retrieve:
+        return cls(work_root, retrieval_settings(config), config.langs)
 
-    def expand(self, units):
-        return (
-            units
-            # Count each shard's terms (Elasticsearch: index each language on the cluster).
-            | "CountShardTerms" >> beam.ParDo(self._step(retrieval.PREPARE))
-            | "WhenCounted" >> common.Barrier()
-            # Add up each term's document frequencies over its language's shards.
-            | "SumTermCounts" >> beam.ParDo(self._step(retrieval.SUM))
-            | "WhenSummed" >> common.Barrier()
-            # Search every title in each shard, scored with its language's statistics.
-            | "SearchShards" >> beam.ParDo(self._step(retrieval.SEARCH))
-            | "WhenSearched" >> common.Barrier()
-            # Merge the shards' top k of each block of queries.
-            | "MergeShardHits" >> beam.ParDo(self._step(retrieval.MERGE))
-        )
+    def upstream(self) -> dict[str, dict]:
+        found = super().upstream()
+        retrieval.check_engine(self.settings, self.langs or sorted(found["entity_docs"]["languages"]))
+        return found
 
+    def plans(self, upstream: dict[str, dict]) -> list[LanguagePlan]:
+        linked = upstream[Folders.entity_docs]["languages"]
+        return [self.settings.plan(lang, linked[lang]["docs"]) for lang in sorted(linked) if not self.langs or lang in self.langs]
 
-def run_retrieve(work_root: str, langs: Sequence[str], settings: RetrievalSettings, beam_args: Sequence[str] = (), workers: int | None = None) -> dict:
-    """Search every language's titles; returns per-language counts, speeds and plans."""
-    retrieval.check_engine(settings, langs)
-    work = WorkDirs(work_root)
-    linked = common.require_complete(work.stage("entity_docs"), "entity links")
-    plans = [settings.plan(lang, linked["languages"][lang]["docs"]) for lang in sorted(langs)]
-    out_dir = work.stage("retrieval")
-    common.start_stage(out_dir)
-    units = retrieval.plan_units(plans, settings)
-    common.run_stage("RetrieveLanguages", units, RetrieveLanguages(work_root, settings, beam_args), beam_args, workers)
-    for scratch in ("_index", "_shards"):  # the shards' indexes and hits: merged by now
-        fileio.remove_tree(fileio.join(out_dir, scratch))
-    languages = retrieval.summarise(plans, read_named_reports(out_dir), settings)
-    totals = stages.sum_reports(languages.values(), ("docs", "queries", "queries_without_hits", "hits"))
-    summary = {"stage": "retrieval", "settings": settings.fingerprint_parts(), "languages": languages, "totals": totals}
-    common.finish_stage(out_dir, summary)
-    return summary
+    def plan(self, upstream: dict[str, dict]) -> list[Unit]:
+        return retrieval.plan_units(self.plans(upstream), self.settings)
+
+    def run_unit(self, unit: Unit) -> dict:
+        return retrieval.STEPS[unit.step](self.work_root, self.settings, *unit.task)
+
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
+        for scratch in ("_index", "_shards"):  # the shards' indexes and hits: merged by now
+            fileio.remove_tree(fileio.join(self.stage_dir, scratch))
+        plans = self.plans(upstream)
+        languages = retrieval.summarise(plans, reports, self.settings)
+        totals = sum_reports(languages.values(), ("docs", "queries", "queries_without_hits", "hits"))
+        return {"stage": self.name, "settings": self.settings.fingerprint_parts(), "languages": languages, "totals": totals}
+
+    def with_docs_key(self, docs_key: str) -> Retrieve:
+        """The same stage told which documents it indexes (an Elasticsearch index of them is reused)."""
+        return Retrieve(self.work_root, replace(self.settings, docs_key=docs_key), self.langs)
 
 
 def run(argv: Sequence[str] | None = None) -> dict:
-    parser = stages.job_parser(__doc__, "The build's work folder (with docs/ and catalog/).", with_langs=True)
-    parser.add_argument("--k", type=int, default=100)
-    parser.add_argument("--shard-docs", type=int, default=retrieval.DEFAULT_SHARD_DOCS)
-    parser.add_argument("--block-size", type=int, default=retrieval.DEFAULT_BLOCK_SIZE)
-    parser.add_argument("--search-unit-queries", type=int, default=retrieval.DEFAULT_SEARCH_UNIT_QUERIES)
-    args, beam_args = parser.parse_known_args(argv)
-    beam_args = runners.resolve(beam_args)
-    common.use_filesystem_options(beam_args)
-    settings = RetrievalSettings(k=args.k, shard_docs=args.shard_docs, block_size=args.block_size, search_unit_queries=args.search_unit_queries)
-    return run_retrieve(fileio.absolute(args.work), args.langs, settings, beam_args)
+    return run_job(Retrieve, argv)
 
 
 if __name__ == "__main__":

@@ -1,24 +1,178 @@
-"""Resumable build stages: a finished stage is recorded with a fingerprint and skipped on rerun.
+"""What every build stage is, and how a build resumes them.
 
-A stage's fingerprint hashes its settings and the fingerprints of the stages it
-reads, so changing a setting reruns that stage and everything downstream, and
-nothing else. Records live in ``WORK/_stages/{name}.json``; a stage whose
-record is missing or differs is run again from scratch (its folder is cleared
-first), which is also how a killed run resumes.
+A stage (``Stage``) has one name, which is its module's (``python -m
+clirmatrix.beam_jobs.{name}``), the build's (``WORK/_stages/{name}.json``) and, in
+CamelCase, its Beam transform's; one folder under ``WORK`` where its output and
+its units' reports go; the steps its units run, in order; and a summary made
+from those reports. ``Stage.run`` is the one skeleton: check the stages it reads
+finished, clear its folder, plan its units, run them (one Beam pipeline, a
+``Barrier`` between steps), summarise, and mark the folder finished. Its own
+command takes its settings as flags derived from ``BuildConfig``, as the build does.
+
+``StageLog`` makes a build resumable: a finished stage is recorded with a
+fingerprint and skipped on rerun. A stage's fingerprint hashes its settings and
+the fingerprints of the stages it reads, so changing a setting reruns that stage
+and everything downstream, and nothing else. A stage whose record is missing or
+differs is run again from scratch (its folder is cleared first), which is also
+how a killed run resumes.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import re
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields
+from typing import ClassVar
 
+import apache_beam as beam
+
+from clirmatrix.beam_jobs import common, runners
 from clirmatrix.pipeline import fileio
-from clirmatrix.pipeline.config import comma_list
+from clirmatrix.pipeline.config import BuildConfig, flag_name, resolve
+from clirmatrix.pipeline.corpus import WorkDirs
+from clirmatrix.schemas.contracts import Unit
 
 LOG = logging.getLogger("clirmatrix")
 STAGES_DIR = "_stages"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a stage: its units (``Unit.step == name``) run after every unit of the step before."""
+
+    name: str
+    label: str  # the Beam transform's label: what the step does, in CamelCase
+    why: str = ""  # one line for the reader of the pipeline graph
+
+
+def camel_case(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+class Stage(ABC):
+    """One stage of the build: ``name``, ``folder``, ``reads``, ``steps``; ``plan`` its units, ``run_unit`` one, ``summarise`` their reports."""
+
+    name: ClassVar[str]  # the module's, the build's and (CamelCase) the transform's name
+    folder: ClassVar[str]  # under WORK: the stage's output and its units' reports
+    reads: ClassVar[tuple[str, ...]] = ()  # folders of the stages it reads, which must have finished
+    steps: ClassVar[tuple[Step, ...]] = ()
+    flags: ClassVar[tuple[str, ...]] = ()  # the BuildConfig settings its own command takes besides --work
+    doc: ClassVar[str] = ""  # what its own command's --help says first
+
+    def __init__(self, work_root: str) -> None:
+        self.work_root = work_root
+        self.work = WorkDirs(work_root)
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, work_root: str, config: BuildConfig) -> Stage:
+        """The stage as the build runs it with ``config``: the one place its settings derive from the build's."""
+
+    @property
+    def stage_dir(self) -> str:
+        return self.work.stage(self.folder)
+
+    def upstream(self) -> dict[str, dict]:
+        """The summaries of the stages it reads, each refused with a clear message when that stage has not finished."""
+        return {folder: common.require_complete(self.work.stage(folder), folder) for folder in self.reads}
+
+    @abstractmethod
+    def plan(self, upstream: dict[str, dict]) -> Sequence:
+        """Every unit of the stage, planned on the driver before anything runs."""
+
+    def run_unit(self, unit: Unit) -> dict:
+        """A unit's work (on a worker): the library call its task names; returns its report."""
+        raise NotImplementedError(f"{self.name} runs no units of its own")
+
+    @abstractmethod
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
+        """The stage's summary (its ``_SUCCESS.json``) from its units' reports by unit name."""
+
+    def prepare(self, beam_args: Sequence[str], workers: int | None) -> None:
+        """Work before the units can be planned (the docs stage indexes its tar.gz dumps); nothing by default."""
+        return None
+
+    def transform(self, beam_args: Sequence[str] = (), workers: int = 1) -> beam.PTransform:
+        """The stage's steps chained, a ``Barrier`` between each two (``workers``: the local processes that will run it)."""
+        return RunSteps(self, beam_args)
+
+    def run(self, beam_args: Sequence[str] = (), workers: int | None = None) -> dict:
+        """The skeleton every stage shares: inputs checked, folder cleared, units planned and run, summary written last."""
+        upstream = self.upstream()
+        common.start_stage(self.stage_dir)
+        self.prepare(beam_args, workers)
+        units = self.plan(upstream)
+        workers = workers or common.default_workers(len(units))
+        common.run_stage(camel_case(self.name), units, self.transform(beam_args, workers), beam_args, workers)
+        summary = self.summarise(upstream, common.read_named_reports(self.stage_dir))
+        common.finish_stage(self.stage_dir, summary)
+        return summary
+
+
+class RunSteps(beam.PTransform):
+    """A stage's units through each of its steps in turn."""
+
+    def __init__(self, stage: Stage, beam_args: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.stage = stage
+        self.beam_args = list(beam_args)
+
+    def expand(self, units):
+        for number, step in enumerate(self.stage.steps):
+            if number:
+                units = units | f"Before{step.label}" >> common.Barrier()
+            units = units | step.label >> beam.ParDo(common.RunUnits(step.name, self.stage.run_unit, self.stage.stage_dir, self.beam_args))
+        return units
+
+
+def config_parser(description: str, settings: Iterable[str], extra: Callable[[argparse.ArgumentParser], None] = lambda parser: None) -> argparse.ArgumentParser:
+    """Flags for ``settings`` of ``BuildConfig`` (its defaults, help and checks) and ``--config``; the build's and every stage's command."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--config", help="TOML or YAML file with any of these settings; flags win.")
+    extra(parser)
+    by_name = {setting.name: setting for setting in fields(BuildConfig)}
+    for name in settings:
+        setting = by_name[name]
+        flag, default = flag_name(name), setting.default
+        if isinstance(default, bool):
+            parser.add_argument(flag, dest=name, action="store_const", const=True, default=None, help=setting.metadata["help"])
+        else:
+            kind = type(default) if isinstance(default, (int, float)) else str
+            parser.add_argument(flag, dest=name, type=kind, default=None, help=setting.metadata["help"])
+    return parser
+
+
+def parse_config(parser: argparse.ArgumentParser, argv: Sequence[str] | None, settings: Iterable[str], needs: Sequence[str]) -> tuple[argparse.Namespace, BuildConfig, list[str]]:
+    """Our flags resolved into a checked ``BuildConfig`` (defaults, file, flags); the flags we do not know go to Beam."""
+    args, beam_args = parser.parse_known_args(argv)
+    config = resolve(args.config, {name: getattr(args, name) for name in settings}, needs=needs)
+    return args, config, beam_flags(beam_args)
+
+
+def beam_flags(beam_args: Sequence[str]) -> list[str]:
+    """The user's Beam flags resolved once for every stage of a run (``runners.resolve``), the driver's file systems told of them."""
+    beam_args = runners.resolve(beam_args)
+    common.use_filesystem_options(beam_args)
+    return beam_args
+
+
+def run_job(stage_class: type[Stage], argv: Sequence[str] | None = None) -> dict:
+    """A stage's own command: ``--work WORK``, its ``flags`` from ``BuildConfig``, Beam's flags; the stage run as the build would."""
+    description = stage_class.doc or stage_class.__doc__ or stage_class.name
+    settings = (*stage_class.flags, "workers")
+    parser = config_parser(description, settings, lambda p: p.add_argument("--work", required=True, help="The build's work folder."))
+    args, config, beam_args = parse_config(parser, argv, settings, needs=[name for name in ("dumps", "out") if name in settings])
+    stage = stage_class.from_config(fileio.absolute(args.work), config)
+    return stage.run(beam_args, config.workers or None)
+
+
+def doc_summary(doc: str) -> str:
+    """A module docstring's first paragraph, on one line: a command's description."""
+    return re.sub(r"\s+", " ", doc.split("\n\n")[0]).strip()
 
 
 class StageLog:
@@ -62,12 +216,3 @@ class StageLog:
 def sum_reports(reports: Iterable[dict], keys: Sequence[str]) -> dict[str, int]:
     reports = list(reports)
     return {key: sum(report.get(key, 0) for report in reports) for key in keys}
-
-
-def job_parser(doc: str, work_help: str, with_langs: bool = False) -> argparse.ArgumentParser:
-    """The flags every build job run on its own shares: ``--work`` (and ``--langs``)."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    parser.add_argument("--work", required=True, help=work_help)
-    if with_langs:
-        parser.add_argument("--langs", required=True, type=comma_list)
-    return parser

@@ -1,8 +1,9 @@
 """Released query files -> ``OUT/stats/``: the Table 7.1-7.4 numbers as TSV and heat maps (docs/method.md section 10).
 
-In a build the write stage counted every file's queries and labels as it wrote
-them, so ``run_stats`` only draws the tables and maps. ``count_tree`` counts
-the files of any tree (a download, say) in a Beam pipeline, one unit per file.
+In a build this stage is no Beam pipeline: the write stage counted every file's
+queries and labels as it wrote them, so ``run_stats`` only draws the tables and
+maps. ``count_tree`` counts the files of any tree (a download, say) in a Beam
+pipeline, one unit per file.
 
 Example::
 
@@ -21,16 +22,18 @@ import apache_beam as beam
 
 from clirmatrix.beam_jobs import common
 from clirmatrix.pipeline import fileio, layout
+from clirmatrix.pipeline.corpus import Folders, WorkDirs
 from clirmatrix.pipeline.jsonl import walk_release
 from clirmatrix.pipeline.stats import DirectionStats, direction_stats, stats_files
-from clirmatrix.pipeline.units import Unit
+from clirmatrix.schemas.contracts import FileTask, Unit
 
 LOG = logging.getLogger("clirmatrix")
 COUNT = "count"
 
 
-def count_file(out_root: str, relative: str) -> dict:
+def count_file(out_root: str, unit: Unit) -> dict:
     """One released query file -> its direction statistics, as a report."""
+    relative = unit.task.path
     return {"path": relative, "stats": asdict(direction_stats(fileio.join(out_root, relative)))}
 
 
@@ -50,14 +53,14 @@ def count_tree(out_root: str, report_dir: str, beam_args: Sequence[str] = (), wo
     """Read and count every released query file under ``out_root``, in parallel."""
     common.start_stage(report_dir)
     files = [path for path, released in walk_release(out_root) if released is not None and released.dataset in layout.QUERY_SETS]
-    units = [Unit(COUNT, path.replace("/", "__"), (path,)) for path in files]
+    units = [Unit(COUNT, path.replace("/", "__"), FileTask(path)) for path in files]
     common.run_stage("CountFiles", units, CountFiles(out_root, report_dir), beam_args, workers)
     return [DirectionStats(**report["stats"]) for report in sorted(common.read_reports(report_dir), key=lambda r: r["path"])]
 
 
 def counted_while_writing(work_root: str) -> list[DirectionStats]:
     """The counts the write stage reported for each query file it wrote."""
-    released = common.require_complete(fileio.join(work_root, "release"), "release")
+    released = common.require_complete(WorkDirs(work_root).stage(Folders.release), Folders.release)
     rows = []
     for entry in released["files"]:
         found = layout.parse_path(entry["path"])

@@ -23,137 +23,135 @@ Example::
 
 from __future__ import annotations
 
-import argparse
-import functools
 import logging
 from collections.abc import Sequence
 
-import apache_beam as beam
-
-from clirmatrix.beam_jobs import common, runners
-from clirmatrix.beam_jobs.label import language_plans
+from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job
 from clirmatrix.pipeline import fileio, layout, multi8, release, splits
-from clirmatrix.pipeline.corpus import WorkDirs
+from clirmatrix.pipeline.config import BuildConfig
+from clirmatrix.pipeline.corpus import Folders
 from clirmatrix.pipeline.release import ReleaseSettings
 from clirmatrix.pipeline.splits import SplitSettings
-from clirmatrix.pipeline.units import LanguagePlan, Unit
+from clirmatrix.schemas.contracts import (
+    BlockTask,
+    DirectionTask,
+    DocsTask,
+    EvalKeysTask,
+    EvalTask,
+    LanguagePlan,
+    Multi8EvalTask,
+    Multi8TargetTask,
+    SplitsTask,
+    Unit,
+    language_plans,
+)
 
 LOG = logging.getLogger("clirmatrix")
 PLAN, EVAL, KEYS, DIRECTIONS, MULTI8 = "plan", "eval", "keys", "directions", "multi8"
 
 
-def run_unit(work_root: str, out_root: str, settings: ReleaseSettings, kind: str, *args) -> dict:
-    """Route a unit to the library function that does it."""
-    if kind == "splits":
-        return splits.write_query_splits(work_root, args[0], settings.splits)
-    if kind == "docs":
-        return release.write_docs(work_root, out_root, args[0])
-    if kind == "eval":
-        return splits.write_eval_picks(work_root, args[0].lang, args[0].blocks, args[1], settings.splits)
-    if kind == "multi8-eval":
-        return multi8.choose_eval(work_root, settings)
-    if kind == "keys":
-        work = WorkDirs(work_root)
-        keys = splits.write_eval_keys(work_root, [work.eval_picks_file(lang) for lang in args[0]] + ([work.multi8_eval_file()] if args[1] else []))
-        return {"unit": "keys", "eval_keys": keys, **({"multi8": multi8.choose_queries(work_root, settings)} if args[1] else {})}
-    if kind == "bi139":
-        return release.write_direction(work_root, out_root, args[0], args[1], settings)
-    if kind == "multi8-lists":
-        return multi8.gather_lists(work_root, args[0], args[1])
-    if kind == "multi8":
-        return multi8.write_target(work_root, out_root, args[0], settings)
-    raise ValueError(f"unknown unit kind {kind!r}")
+def release_settings(config: BuildConfig) -> ReleaseSettings:
+    """The release settings of a build: the one place they derive from its flags."""
+    return ReleaseSettings(SplitSettings(config.seed, config.train_size, config.eval_size), tuple(config.multi_langs), base_url=config.base_url)
+
+
+def builds_multi8(plans: Sequence[LanguagePlan], multi_langs: Sequence[str]) -> bool:
+    """MULTI-8 is written when every one of its languages is in the build."""
+    return bool(multi_langs) and set(multi_langs) <= {plan.lang for plan in plans}
 
 
 def release_units(plans: Sequence[LanguagePlan], multi_langs: Sequence[str]) -> list[Unit]:
     """Every unit of the stage: splits and DOCS per language, eval sets, BI-139 directions, and MULTI-8 when all its languages are there."""
     by_lang = {plan.lang: plan for plan in plans}
     langs = sorted(by_lang)
-    with_multi8 = bool(multi_langs) and set(multi_langs) <= set(langs)
-    units = [Unit(PLAN, f"splits.{lang}", ("splits", lang)) for lang in langs]
-    units += [Unit(PLAN, f"docs.{lang}", ("docs", lang)) for lang in sorted(langs, key=lambda lang: -by_lang[lang].docs)]
-    units += [Unit(EVAL, f"eval.{lang}", ("eval", by_lang[lang], tuple(other for other in langs if other != lang))) for lang in langs]
+    with_multi8 = builds_multi8(plans, multi_langs)
+    units = [Unit(PLAN, f"splits.{lang}", SplitsTask(lang)) for lang in langs]
+    units += [Unit(PLAN, f"docs.{lang}", DocsTask(lang)) for lang in sorted(langs, key=lambda lang: -by_lang[lang].docs)]
+    units += [Unit(EVAL, f"eval.{lang}", EvalTask(by_lang[lang], tuple(other for other in langs if other != lang))) for lang in langs]
     if with_multi8:
-        units.append(Unit(EVAL, "multi8.eval", ("multi8-eval",)))
-    units.append(Unit(KEYS, "keys", ("keys", tuple(langs), with_multi8)))
+        units.append(Unit(EVAL, "multi8.eval", Multi8EvalTask()))
+    units.append(Unit(KEYS, "keys", EvalKeysTask(tuple(langs), with_multi8)))
     directions = [(src, tgt) for src in langs for tgt in langs if src != tgt]
-    units += [Unit(DIRECTIONS, f"bi139.{src}.{tgt}", ("bi139", by_lang[src], by_lang[tgt])) for src, tgt in sorted(directions, key=lambda d: -by_lang[d[0]].docs)]
+    units += [Unit(DIRECTIONS, f"bi139.{src}.{tgt}", DirectionTask(by_lang[src], by_lang[tgt])) for src, tgt in sorted(directions, key=lambda d: -by_lang[d[0]].docs)]
     if with_multi8:
-        units += [Unit(DIRECTIONS, f"multi8-lists.{tgt}.{block:05d}", ("multi8-lists", by_lang[tgt], block)) for tgt in sorted(multi_langs) for block in range(by_lang[tgt].blocks)]
-        units += [Unit(MULTI8, f"multi8.{tgt}", ("multi8", by_lang[tgt])) for tgt in sorted(multi_langs)]
+        units += [Unit(DIRECTIONS, f"multi8-lists.{tgt}.{block:05d}", BlockTask(by_lang[tgt], block)) for tgt in sorted(multi_langs) for block in range(by_lang[tgt].blocks)]
+        units += [Unit(MULTI8, f"multi8.{tgt}", Multi8TargetTask(by_lang[tgt])) for tgt in sorted(multi_langs)]
     return units
 
 
-class WriteRelease(beam.PTransform):
+class WriteRelease(Stage):
     """Release units -> BI-139, MULTI-8 and DOCS files, each unit reporting what it wrote."""
 
-    def __init__(self, work_root: str, out_root: str, settings: ReleaseSettings, beam_args: Sequence[str] = ()) -> None:
-        super().__init__()
-        self.work_root = work_root
+    name = "write_release"
+    folder = Folders.release
+    reads = (Folders.propagated,)
+    steps = (
+        Step(PLAN, "PlanQueries", "every query's eval role, priority and key; DOCS written"),
+        Step(EVAL, "ChooseEvalSets", "the dev/test sets of every direction, and of MULTI-8"),
+        Step(KEYS, "GatherEvalKeys", "every eval key, kept out of every train set; then the MULTI-8 queries"),
+        Step(DIRECTIONS, "WriteDirections", "each BI-139 direction written; the MULTI-8 candidate lists gathered block by block"),
+        Step(MULTI8, "WriteMulti8", "the MULTI-8 files of each document language"),
+    )
+    flags = ("out", "langs", "multi_langs", "seed", "train_size", "eval_size", "base_url")
+    doc = doc_summary(__doc__)
+
+    def __init__(self, work_root: str, out_root: str, settings: ReleaseSettings = ReleaseSettings(), langs: Sequence[str] = ()) -> None:
+        super().__init__(work_root)
         self.out_root = out_root
         self.settings = settings
-        self.beam_args = list(beam_args)
+        self.langs = tuple(sorted(langs))  # none: every language of the build
 
-    def _step(self, step: str) -> common.RunUnits:
-        run = functools.partial(run_unit, self.work_root, self.out_root, self.settings)
-        return common.RunUnits(step, run, WorkDirs(self.work_root).stage("release"), self.beam_args)
+    @classmethod
+    def from_config(cls, work_root: str, config: BuildConfig) -> WriteRelease:
+        return cls(work_root, fileio.absolute(config.out), release_settings(config), config.langs)
 
-    def expand(self, units):
-        return (
-            units
-            # Give every query its eval role, priority and key; write DOCS.
-            | "PlanQueries" >> beam.ParDo(self._step(PLAN))
-            | "WhenPlanned" >> common.Barrier()
-            # Fill the dev/test sets of every direction, and of MULTI-8.
-            | "ChooseEvalSets" >> beam.ParDo(self._step(EVAL))
-            | "WhenChosen" >> common.Barrier()
-            # Every eval key, kept out of every train set; then the MULTI-8 queries.
-            | "GatherEvalKeys" >> beam.ParDo(self._step(KEYS))
-            | "WhenGathered" >> common.Barrier()
-            # Write each BI-139 direction; gather the MULTI-8 candidate lists block by block.
-            | "WriteDirections" >> beam.ParDo(self._step(DIRECTIONS))
-            | "WhenWritten" >> common.Barrier()
-            # Write the MULTI-8 files of each document language.
-            | "WriteMulti8" >> beam.ParDo(self._step(MULTI8))
-        )
+    def plans(self, upstream: dict[str, dict]) -> list[LanguagePlan]:
+        return [plan for plan in language_plans(upstream[Folders.propagated]) if not self.langs or plan.lang in self.langs]
 
+    def plan(self, upstream: dict[str, dict]) -> list[Unit]:
+        for folder in ("BI-139", "MULTI-8", "DOCS", "DOCS-FULL", layout.INDEX):
+            fileio.remove_tree(fileio.join(self.out_root, folder))
+        return release_units(self.plans(upstream), self.settings.multi_langs)
 
-def run_write_release(work_root: str, out_root: str, langs: Sequence[str], settings: ReleaseSettings, beam_args: Sequence[str] = (), workers: int | None = None) -> dict:
-    """Write every released file and the index; returns counts per set."""
-    work = WorkDirs(work_root)
-    plans = [plan for plan in language_plans(common.require_complete(work.stage("propagated"), "propagation")) if plan.lang in set(langs)]
-    report_dir = work.stage("release")
-    common.start_stage(report_dir)
-    for folder in ("BI-139", "MULTI-8", "DOCS", "DOCS-FULL", layout.INDEX):
-        fileio.remove_tree(fileio.join(out_root, folder))
-    units = release_units(plans, settings.multi_langs)
-    common.run_stage("WriteRelease", units, WriteRelease(work_root, out_root, settings, beam_args), beam_args, workers)
-    files = sorted((f for report in common.read_reports(report_dir) for f in report.get("files", ())), key=lambda f: f["path"])
-    release.write_index(out_root, files, settings.base_url)
-    counts: dict[str, dict[str, int]] = {}
-    for entry in files:
-        dataset = layout.parse_path(entry["path"]).dataset
-        total = counts.setdefault(dataset, {"files": 0, "lines": 0, "bytes": 0})
-        total["files"] += 1
-        total["lines"] += entry["lines"]
-        total["bytes"] += entry["size"]
-    summary = {"stage": "release", "multi8": any(unit.step == MULTI8 for unit in units), "sets": counts, "files": files}
-    common.finish_stage(report_dir, summary)
-    return summary
+    def run_unit(self, unit: Unit) -> dict:
+        """Route a unit to the library function that does it, by the type of its task."""
+        work_root, out_root, settings = self.work_root, self.out_root, self.settings
+        match unit.task:
+            case SplitsTask(lang):
+                return splits.write_query_splits(work_root, lang, settings.splits)
+            case DocsTask(lang):
+                return release.write_docs(work_root, out_root, lang)
+            case EvalTask(plan, others):
+                return splits.write_eval_picks(work_root, plan.lang, plan.blocks, others, settings.splits)
+            case Multi8EvalTask():
+                return multi8.choose_eval(work_root, settings)
+            case EvalKeysTask(langs, with_multi8):
+                picks = [self.work.eval_picks_file(lang) for lang in langs] + ([self.work.multi8_eval_file()] if with_multi8 else [])
+                keys = splits.write_eval_keys(work_root, picks)
+                return {"unit": "keys", "eval_keys": keys, **({"multi8": multi8.choose_queries(work_root, settings)} if with_multi8 else {})}
+            case DirectionTask(src, tgt):
+                return release.write_direction(work_root, out_root, src, tgt, settings)
+            case BlockTask(plan, block):
+                return multi8.gather_lists(work_root, plan, block)
+            case Multi8TargetTask(tgt):
+                return multi8.write_target(work_root, out_root, tgt, settings)
+        raise TypeError(f"{self.name} has no step for {unit.task!r}")
+
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
+        files = sorted((f for report in reports.values() for f in report.get("files", ())), key=lambda f: f["path"])
+        release.write_index(self.out_root, files, self.settings.base_url)
+        counts: dict[str, dict[str, int]] = {}
+        for entry in files:
+            dataset = layout.parse_path(entry["path"]).dataset
+            total = counts.setdefault(dataset, {"files": 0, "lines": 0, "bytes": 0})
+            total["files"] += 1
+            total["lines"] += entry["lines"]
+            total["bytes"] += entry["size"]
+        return {"stage": self.name, "multi8": builds_multi8(self.plans(upstream), self.settings.multi_langs), "sets": counts, "files": files}
 
 
 def run(argv: Sequence[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", required=True)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--langs", default=None, help="Comma-separated (default: every language of the build).")
-    parser.add_argument("--seed", type=int, default=SplitSettings.seed)
-    args, beam_args = parser.parse_known_args(argv)
-    beam_args = runners.resolve(beam_args)
-    common.use_filesystem_options(beam_args)
-    work = fileio.absolute(args.work)
-    langs = args.langs.split(",") if args.langs else [plan.lang for plan in language_plans(common.require_complete(WorkDirs(work).stage("propagated"), "propagation"))]
-    return run_write_release(work, fileio.absolute(args.out), langs, ReleaseSettings(splits=SplitSettings(seed=args.seed)), beam_args)
+    return run_job(WriteRelease, argv)
 
 
 if __name__ == "__main__":

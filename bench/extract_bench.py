@@ -153,8 +153,8 @@ def main() -> None:
     parser.add_argument("--out", default="bench/out")
     args = parser.parse_args()
 
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
-    from clirmatrix.beam_jobs.extract_sitelinks import run_extract_sitelinks
+    from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
+    from clirmatrix.beam_jobs.extract_sitelinks import ExtractSitelinks
     from clirmatrix.pipeline.dumps import discover
 
     out = Path(args.out)
@@ -191,7 +191,7 @@ def main() -> None:
         beam_args = ["--runner=FnApiRunner", f"--direct_num_workers={workers}", f"--direct_running_mode={mode}"] if mode else []
 
         def job(dumps=found.docs, target=out / name, expected=args.docs, beam_args=beam_args, workers=workers) -> None:
-            summary = run_extract_docs(dumps, str(target), settings, beam_args=beam_args, workers=workers)
+            summary = ExtractDocs(str(target), dumps, settings).run(beam_args, workers)  # into target/docs
             assert summary["languages"]["en"]["docs"] == expected
 
         seconds, cpu[name] = median_run(args.runs, job)
@@ -199,9 +199,9 @@ def main() -> None:
         fixed[name], _ = median_run(args.runs, lambda: job(tiny_found.docs, out / "tiny-docs", 10 * args.parts))
         # Steady state: time spent inside the DoFn on the files (from the last run's
         # reports), spread over the workers; what the job would reach without start-up.
-        units = json.loads((out / name / "_reports" / "en.json").read_text())["units"]
+        units = json.loads((out / name / "docs" / "_reports" / "en.json").read_text())["units"]
         steady[name] = args.docs / (sum(unit["seconds"] for unit in units) / workers)
-    outputs = [sorted((out / name / "en").glob("*.parquet")) for name, _, _ in jobs]
+    outputs = [sorted((out / name / "docs" / "en").glob("*.parquet")) for name, _, _ in jobs]
     for other in outputs[1:]:
         assert len(other) == len(outputs[0]) and all(filecmp.cmp(a, b, shallow=False) for a, b in zip(outputs[0], other)), "1 and 2 workers wrote different files"
     docs_mb = sum(p.stat().st_size for p in outputs[0]) / 1e6
@@ -213,7 +213,7 @@ def main() -> None:
     )
     for label, langs, prefilter in () if args.no_wikidata else wikidata_runs:
         start = time.perf_counter()
-        run_extract_sitelinks(LinkInputs.wikidata_wide(WIKIDATA_JSON, [str(wikidata)]), langs, str(out / "sitelinks"), prefilter=prefilter, workers=1)
+        ExtractSitelinks(str(out), LinkInputs.wikidata_wide(WIKIDATA_JSON, [str(wikidata)]), langs, prefilter=prefilter).run(workers=1)
         wikidata_seconds[label] = time.perf_counter() - start
 
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

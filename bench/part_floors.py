@@ -76,9 +76,9 @@ def measure(parts: list[Part], rounds: int) -> list[dict]:
 
 def plans(work_root: str) -> dict:
     """Each language's plan (documents, shards, blocks) as the build recorded it."""
-    from clirmatrix.beam_jobs.label import language_plans
     from clirmatrix.pipeline.corpus import WorkDirs
     from clirmatrix.pipeline.reports import require_complete
+    from clirmatrix.schemas.contracts import language_plans
 
     return {plan.lang: plan for plan in language_plans(require_complete(WorkDirs(work_root).stage("labels"), "labels"))}
 

@@ -146,8 +146,8 @@ def make_work(root: Path, scenario: str, docs: int, queries: int, targets: int, 
     from clirmatrix.pipeline.corpus import WorkDirs
     from clirmatrix.pipeline.parquet_io import write_table
     from clirmatrix.pipeline.propagation import write_links_file
-    from clirmatrix.pipeline.units import LanguagePlan
     from clirmatrix.schemas import DOC_LINKS, LABELS
+    from clirmatrix.schemas.contracts import LanguagePlan
 
     rng = np.random.default_rng(seed)
     work = WorkDirs(str(root))
@@ -179,7 +179,7 @@ def make_work(root: Path, scenario: str, docs: int, queries: int, targets: int, 
 
 def prepared(out: Path, scenario: str, args: argparse.Namespace):
     """The scenario's work folder (reused when ``--reuse`` and made with the same settings); (root, plan, langs)."""
-    from clirmatrix.pipeline.units import LanguagePlan
+    from clirmatrix.schemas.contracts import LanguagePlan
 
     root = out / scenario
     settings = {"data": 2, "scenario": scenario, "docs": args.docs, "queries": args.queries, "targets": args.targets, "dense_targets": args.dense_targets}
@@ -211,7 +211,7 @@ def contender_root(root: Path, name: str) -> Path:
 
 def serve(name: str, work_root: str, plan_json: str, langs: list[str]) -> None:
     """A contender's process: one call per line read, its CPU and wall seconds printed as JSON."""
-    from clirmatrix.pipeline.units import LanguagePlan
+    from clirmatrix.schemas.contracts import LanguagePlan
 
     plan = LanguagePlan.from_dict(json.loads(plan_json))
     if name == "floor":

@@ -51,13 +51,14 @@ from pathlib import Path
 
 import numpy as np
 
+from clirmatrix.beam_jobs.build import STAGES
+
 EN_DOCS = 5_984_197  # DOCS/en.tsv.gz of the release (docs/formats.md 1.4)
 RELEASE_QUERIES = 49_280_000  # every title of the 139 languages (issue 14; the dissertation's Table 7.1 totals)
 RELEASE_FULL_PAIRS = 34_060_000_000  # labelled (query, document) pairs of BI-139 full
 RELEASE_DIRECTIONS = 139 * 138
 FULL_PAIRS_PER_QUERY = 51  # BI-139 full, en -> af train: 3,011,938 pairs for 58,745 queries (docs/formats.md 1.3)
 OTHER_LANGUAGES = 138  # every query's labels are carried into 138 other languages
-STAGES = ("extract_docs", "extract_sitelinks", "link", "retrieve", "label", "propagate", "write", "stats")
 
 
 def _proc(pid: int, name: str) -> str:
@@ -192,7 +193,7 @@ def run_size(docs: int, args: argparse.Namespace) -> dict:
         "seconds": round(total, 1),
         "stages": {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGES},
         "units": unit_costs(result),
-        "released_mb": round(sum(entry["bytes"] for entry in result.summaries["write"]["sets"].values()) / 1e6, 1),
+        "released_mb": round(sum(entry["bytes"] for entry in result.summaries["write_release"]["sets"].values()) / 1e6, 1),
     }
 
 
@@ -307,7 +308,7 @@ def project(runs: list[dict], shard_docs: int) -> dict:
         "write: DOCS": u["docs_cpu"] / u["docs"] * RELEASE_QUERIES,
         "write: splits": u["splits_cpu"] / u["docs"] * RELEASE_QUERIES,
     }
-    for stage in ("extract_docs", "extract_sitelinks", "link"):  # per document (sitelinks: per Wikidata line, one per document here)
+    for stage in ("extract_docs", "extract_sitelinks", "link_entities"):  # per document (sitelinks: per Wikidata line, one per document here)
         linear[stage] = bigger["stages"][stage]["cpu_seconds"] / u["docs"] * RELEASE_QUERIES
     hours = {name: tuple(seconds * g for g in grow) for name, seconds in linear.items()}
     hours["retrieve: search"], hours["retrieve: merge"] = search, merge
@@ -333,7 +334,7 @@ def project(runs: list[dict], shard_docs: int) -> dict:
         "write_per_pair": per_pair,
         "docs_per_document": u["docs_cpu"] / u["docs"],
         "splits_per_document": u["splits_cpu"] / u["docs"],
-        **{f"{stage}_per_document": bigger["stages"][stage]["cpu_seconds"] / u["docs"] for stage in ("extract_docs", "extract_sitelinks", "link")},
+        **{f"{stage}_per_document": bigger["stages"][stage]["cpu_seconds"] / u["docs"] for stage in ("extract_docs", "extract_sitelinks", "link_entities")},
     }
     return {
         "memory": memory,
@@ -364,7 +365,7 @@ def main(argv: list[str] | None = None) -> None:
     args.block_size = args.block_size or DEFAULT_BLOCK_SIZE
     results = Path(args.out) / "results.json"
     if args.report:
-        saved = json.loads(results.read_text())
+        saved = renamed_stages(json.loads(results.read_text()))
         runs, settings = saved["runs"], argparse.Namespace(**saved["settings"])
     else:
         runs, settings = [], args
@@ -394,6 +395,14 @@ def main(argv: list[str] | None = None) -> None:
 
 
 COST_MODEL = Path(__file__).resolve().parents[1] / "pipeline" / "cost_model.json"
+_RENAMED = {"link": "link_entities", "write": "write_release"}  # the stages' names before 2026-11-26's ninth session
+
+
+def renamed_stages(saved: dict) -> dict:
+    """Results saved before the stages took their modules' names, under the names of today."""
+    for run in saved.get("runs", ()):
+        run["stages"] = {_RENAMED.get(name, name): value for name, value in run["stages"].items()}
+    return saved
 
 
 def write_cost_model(path: Path, command: str, runs: list[dict], projection: dict, floors: list[dict]) -> None:

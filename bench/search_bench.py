@@ -53,8 +53,8 @@ from clirmatrix.pipeline import retrieval
 from clirmatrix.pipeline.config import DEFAULT_SEED
 from clirmatrix.pipeline.corpus import WorkDirs, iter_catalog, iter_docs
 from clirmatrix.pipeline.parquet_io import ParquetSink, row_counts, write_table
-from clirmatrix.pipeline.units import LanguagePlan
 from clirmatrix.schemas import CATALOG, DOCS, RETRIEVAL
+from clirmatrix.schemas.contracts import LanguagePlan
 
 LANG = "en"
 CHUNK = 20_000  # documents a generated docs file holds

@@ -84,8 +84,8 @@ def make_direction(root: str | Path, queries: int = 200_000, tgt_docs: int = 300
     from clirmatrix.pipeline.corpus import WorkDirs
     from clirmatrix.pipeline.parquet_io import write_table
     from clirmatrix.pipeline.splits import SplitSettings, write_eval_keys, write_eval_picks, write_query_splits
-    from clirmatrix.pipeline.units import LanguagePlan
     from clirmatrix.schemas import CATALOG, PROPAGATED
+    from clirmatrix.schemas.contracts import LanguagePlan
 
     root = Path(root)
     work = WorkDirs(str(root))
@@ -204,7 +204,7 @@ def direction_counts(report: dict) -> dict:
 def worker(kind: str, work_root: str, plans: str, out_root: str, profile: bool, spill: bool) -> None:
     """A contender's process: one call per line read from stdin, its CPU seconds and md5s written back as JSON."""
     from clirmatrix.pipeline.release import ReleaseSettings, write_direction
-    from clirmatrix.pipeline.units import LanguagePlan
+    from clirmatrix.schemas.contracts import LanguagePlan
 
     if spill:  # every block's runs to disk, as a direction larger than the sort memory does
         from clirmatrix.pipeline import writers
@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker:
         worker(args.worker, args.work_root, args.plans, args.out_root, args.profile is not None, args.spill)
         return
-    from clirmatrix.pipeline.units import LanguagePlan
+    from clirmatrix.schemas.contracts import LanguagePlan
 
     shape = {"queries": args.queries, "tgt_docs": args.tgt_docs, "coverage": args.coverage, "block_size": args.block_size}
     root = Path(args.out).resolve()

@@ -147,16 +147,13 @@ def extract(ctx: click.Context, **flags) -> None:
     --runner=DataflowRunner --project=P --region=R --temp_location=gs://...
     """
     from clirmatrix.beam_jobs.extract import run_extract
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings
+    from clirmatrix.beam_jobs.stages import beam_flags
     from clirmatrix.pipeline.config import resolve
 
     config = resolve(None, flags)
-    settings = DocsSettings(min_docs=config.min_docs, max_bad_fraction=config.max_bad_fraction, split_bytes=config.split_mb << 20)
     out_dir = config.out
     with console.status("extracting (progress is logged per file)"):
-        result = run_extract(
-            config.dumps, out_dir, list(config.langs) or None, config.source, settings, ctx.args, config.workers or None, config.skip_missing, config.links
-        )
+        result = run_extract(config, out_dir, beam_flags(ctx.args), work_flag="--out")
     _print_extract_summary(result, out_dir)
 
 
@@ -207,7 +204,7 @@ def build(ctx: click.Context, config_file: str | None, **flags) -> None:
 
 
 def _print_build_summary(result) -> None:
-    docs, links, retrieval = (result.summaries[name]["languages"] for name in ("extract_docs", "link", "retrieve"))
+    docs, links, retrieval = (result.summaries[name]["languages"] for name in ("extract_docs", "link_entities", "retrieve"))
     table = Table(title="languages", title_justify="left")
     for column in ("lang", "records", "documents", "bad input", "linked", "queries", "no hits", "queries/s"):
         table.add_column(column, justify="left" if column == "lang" else "right")
@@ -219,12 +216,12 @@ def _print_build_summary(result) -> None:
             f"{found['queries_without_hits']:,}", f"{found['queries_per_second'] or 0:,.0f}",
         )
     console.print(table)
-    console.print(_links_line(result.summaries["extract_sitelinks"], result.summaries["link"]["totals"]), highlight=False, soft_wrap=True)
+    console.print(_links_line(result.summaries["extract_sitelinks"], result.summaries["link_entities"]["totals"]), highlight=False, soft_wrap=True)
     _print_bad_input(result)
     sets = Table(title="released files", title_justify="left")
     for column in ("set", "files", "lines", "MB"):
         sets.add_column(column, justify="left" if column == "set" else "right")
-    for name, counts in sorted(result.summaries["write"]["sets"].items()):
+    for name, counts in sorted(result.summaries["write_release"]["sets"].items()):
         sets.add_row(name, f"{counts['files']:,}", f"{counts['lines']:,}", f"{counts['bytes'] / 1e6:,.1f}")
     console.print(sets)
     timing = ", ".join(

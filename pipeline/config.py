@@ -105,10 +105,14 @@ class BuildConfig:
     def work_dir(self) -> str:
         return self.work or f"{self.out.rstrip('/')}/.work"
 
-    def check(self) -> BuildConfig:
-        """Raise ConfigError for values no stage could use: the one place each setting is checked."""
-        if not self.dumps or not self.out:
-            raise ConfigError("both --dumps and --out are required (as flags or in the config file)")
+    def check(self, needs: Sequence[str] = ("dumps", "out")) -> BuildConfig:
+        """Raise ConfigError for values no stage could use: the one place each setting is checked.
+
+        ``needs``: the paths the command needs (the build: both; a stage's own command: those it reads or writes).
+        """
+        missing = [flag_name(name) for name in needs if not getattr(self, name)]
+        if missing:
+            raise ConfigError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required (as flags or in the config file)")
         for setting in fields(self):
             value, rule, flag = getattr(self, setting.name), setting.metadata, flag_name(setting.name)
             if "unset" in rule and value == rule["unset"][0]:  # the default's stand-in (workers 0: one per unit); resolve refuses it given
@@ -195,7 +199,7 @@ def read_config_file(path: str) -> dict:
     return {name: _coerce(name, value, f"config file {path}: {name}") for name, value in flat.items()}
 
 
-def resolve(config_file: str | None, flags: dict[str, object]) -> BuildConfig:
+def resolve(config_file: str | None, flags: dict[str, object], needs: Sequence[str] = ("dumps", "out")) -> BuildConfig:
     """Defaults, overridden by the config file, overridden by the flags that were given (not None).
 
     A message about a value from the file names the flag and the file's key (``--min-docs
@@ -214,7 +218,7 @@ def resolve(config_file: str | None, flags: dict[str, object]) -> BuildConfig:
             if "unset" in rule and value == rule["unset"][0]:
                 stand_in, meaning = rule["unset"]
                 raise ConfigError(f"{flag_name(name)} {stand_in!r} is not a setting: give {rule['min']} or more, or leave {flag_name(name)} out for {meaning}", name)
-        return replace(BuildConfig(), **settings).check()
+        return replace(BuildConfig(), **settings).check(needs)
     except ConfigError as error:
         if error.setting in from_file:
             raise ConfigError(f"{error} ({error.setting} in {config_file})", error.setting) from None

@@ -25,6 +25,19 @@ NO_ENTITY = -1  # an unlinked document's entity in numeric columns
 PAGE_PROPS_FOLDER = "_page_props"  # inside the sitelinks stage: {PAGE_PROPS_FOLDER}/{lang}/*.parquet
 
 
+class Folders:
+    """The folders of ``WORK``, one a stage (and ``catalog``, the linking stage's second output): their one spelling."""
+
+    docs = "docs"  # extract_docs
+    sitelinks = "sitelinks"  # extract_sitelinks
+    entity_docs = "entity_docs"  # link_entities
+    catalog = "catalog"  # link_entities
+    retrieval = "retrieval"  # retrieve
+    labels = "labels"  # label
+    propagated = "propagated"  # propagate
+    release = "release"  # write_release: its reports and scratch (the files themselves go to OUT)
+
+
 @dataclass(frozen=True)
 class WorkDirs:
     """The layout of a build's work folder: one place names every intermediate file."""
@@ -35,59 +48,59 @@ class WorkDirs:
         return fileio.join(self.root, name)
 
     def docs_files(self, lang: str) -> list[str]:
-        return fileio.list_files(fileio.join(self.stage("docs"), lang, "*.parquet"))
+        return fileio.list_files(fileio.join(self.stage(Folders.docs), lang, "*.parquet"))
 
     def page_props_dir(self, lang: str) -> str:
         """A language's page_props entities, beside the sitelinks (never matched by ``sitelinks/{lang}/*.parquet``)."""
-        return fileio.join(self.stage("sitelinks"), PAGE_PROPS_FOLDER, lang)
+        return fileio.join(self.stage(Folders.sitelinks), PAGE_PROPS_FOLDER, lang)
 
     def entity_docs_file(self, lang: str) -> str:
-        return fileio.join(self.stage("entity_docs"), f"{lang}.parquet")
+        return fileio.join(self.stage(Folders.entity_docs), f"{lang}.parquet")
 
     def catalog_file(self, lang: str) -> str:
-        return fileio.join(self.stage("catalog"), f"{lang}.parquet")
+        return fileio.join(self.stage(Folders.catalog), f"{lang}.parquet")
 
     def shard_terms_file(self, lang: str, partition: int, shard: int) -> str:
-        return fileio.join(self.stage("retrieval"), "_terms", lang, f"{partition:05d}-{shard:05d}.parquet")
+        return fileio.join(self.stage(Folders.retrieval), "_terms", lang, f"{partition:05d}-{shard:05d}.parquet")
 
     def term_counts_file(self, lang: str, partition: int) -> str:
-        return fileio.join(self.stage("retrieval"), "_dfs", lang, f"{partition:05d}.parquet")
+        return fileio.join(self.stage(Folders.retrieval), "_dfs", lang, f"{partition:05d}.parquet")
 
     def shard_index_dir(self, lang: str, shard: int) -> str:
-        return fileio.join(self.stage("retrieval"), "_index", lang, f"{shard:05d}")
+        return fileio.join(self.stage(Folders.retrieval), "_index", lang, f"{shard:05d}")
 
     def shard_hits_file(self, lang: str, block: int, shard: int) -> str:
-        return fileio.join(self.stage("retrieval"), "_shards", lang, f"{block:05d}-{shard:05d}.parquet")
+        return fileio.join(self.stage(Folders.retrieval), "_shards", lang, f"{block:05d}-{shard:05d}.parquet")
 
     def retrieval_file(self, lang: str, block: int) -> str:
-        return fileio.join(self.stage("retrieval"), lang, f"{block:05d}.parquet")
+        return fileio.join(self.stage(Folders.retrieval), lang, f"{block:05d}.parquet")
 
     def labels_file(self, lang: str, block: int) -> str:
-        return fileio.join(self.stage("labels"), lang, f"{block:05d}.parquet")
+        return fileio.join(self.stage(Folders.labels), lang, f"{block:05d}.parquet")
 
     def doc_links_file(self, src: str, tgt: str) -> str:
-        return fileio.join(self.stage("propagated"), "_links", src, f"{tgt}.parquet")
+        return fileio.join(self.stage(Folders.propagated), "_links", src, f"{tgt}.parquet")
 
     def propagated_file(self, src: str, tgt: str, block: int) -> str:
-        return fileio.join(self.stage("propagated"), src, tgt, f"{block:05d}.parquet")
+        return fileio.join(self.stage(Folders.propagated), src, tgt, f"{block:05d}.parquet")
 
     def query_splits_file(self, lang: str) -> str:
-        return fileio.join(self.stage("release"), "_splits", f"{lang}.parquet")
+        return fileio.join(self.stage(Folders.release), "_splits", f"{lang}.parquet")
 
     def eval_picks_file(self, src: str) -> str:
-        return fileio.join(self.stage("release"), "_eval", f"{src}.parquet")
+        return fileio.join(self.stage(Folders.release), "_eval", f"{src}.parquet")
 
     def eval_keys_file(self) -> str:
-        return fileio.join(self.stage("release"), "_eval", "keys.npy")
+        return fileio.join(self.stage(Folders.release), "_eval", "keys.npy")
 
     def multi8_eval_file(self) -> str:
-        return fileio.join(self.stage("release"), "_multi8", "eval.parquet")
+        return fileio.join(self.stage(Folders.release), "_multi8", "eval.parquet")
 
     def multi8_queries_file(self) -> str:
-        return fileio.join(self.stage("release"), "_multi8", "queries.parquet")
+        return fileio.join(self.stage(Folders.release), "_multi8", "queries.parquet")
 
     def multi8_lists_file(self, tgt: str, block: int) -> str:
-        return fileio.join(self.stage("release"), "_multi8", "lists", tgt, f"{block:05d}.parquet")
+        return fileio.join(self.stage(Folders.release), "_multi8", "lists", tgt, f"{block:05d}.parquet")
 
 
 def read_docs(work: WorkDirs, lang: str, columns: Sequence[str]) -> pa.Table:

@@ -19,6 +19,7 @@ names one kind instead.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 from collections import defaultdict
@@ -32,8 +33,9 @@ from clirmatrix.pipeline.languages import WIKIPEDIA_LANGUAGES, UnknownWikiError,
 
 __all__ = [  # the kinds' names are used through this module too
     "CIRRUS", "HTML", "ITEMS_PER_SITE", "KIND_ORDER", "LINKS", "PAGE_PROPS", "RECORD", "SOURCES", "WIKIDATA_JSON", "XML",
-    "DumpFile", "DumpSet", "LinkInputs", "MissingLanguageError", "MissingLinksError", "choose_links", "classify", "discover",
+    "DumpFile", "DumpSet", "LinkInputs", "MissingLanguageError", "MissingLinksError", "NoDumpsError", "choose_links", "classify", "discover", "find_dumps",
 ]
+LOG = logging.getLogger("clirmatrix")
 
 
 _COMPRESSED = r"(?:\.gz|\.bz2)?"
@@ -241,3 +243,24 @@ def choose_links(dumps: DumpSet, mode: str, dumps_dir: str, langs: Sequence[str]
                 f"{{wiki}}-YYYYMMDD-page_props.sql.gz, or {names[WIKIDATA_JSON]}"
             )
     return chosen
+
+
+class NoDumpsError(MissingInputError):
+    """The dumps folder holds nothing a build can read."""
+
+
+def find_dumps(dumps_dir: str, langs: Sequence[str] | None, source: str, skip_missing: bool = False, links: str | None = "auto") -> tuple[DumpSet, LinkInputs | None]:
+    """The dumps to read and the link sources (none when ``links`` is None); notes (e.g. a skipped language) are logged, nothing usable is an error."""
+    found = discover(dumps_dir, list(langs) if langs else None, source, skip_missing)
+    for note in found.notes:
+        LOG.warning(note)
+    if not found.docs:
+        raise NoDumpsError(
+            f"no Wikipedia dumps found in {dumps_dir} (expected names like enwiki-20261101-pages-articles-multistream.xml.bz2, "
+            "enwiki-NS0-20261101-ENTERPRISE-HTML.json.tar.gz or enwiki-20240101-cirrussearch-content.json.gz)"
+        )
+    if links is None:
+        return found, None
+    sources = choose_links(found, links, dumps_dir)
+    LOG.info("entity links from %s", sources.describe())
+    return found, sources

@@ -27,8 +27,8 @@ import pyarrow as pa
 from clirmatrix.pipeline.corpus import WorkDirs
 from clirmatrix.pipeline.parquet_io import read_table, write_table
 from clirmatrix.pipeline.propagation import group_bounds
-from clirmatrix.pipeline.units import LanguagePlan
 from clirmatrix.schemas import LABELS, RETRIEVAL
+from clirmatrix.schemas.contracts import LanguagePlan
 
 N_CLASSES = 5  # the Jenks kernel below is written out for 5 classes
 OWN_ARTICLE = 6

@@ -30,9 +30,9 @@ from clirmatrix.pipeline.corpus import NO_ENTITY, WorkDirs, catalog_numbers, ite
 from clirmatrix.pipeline.parquet_io import read_table, write_table
 from clirmatrix.pipeline.release import QueryText, ReleaseSettings, Results, base_fill, describe_files, judged, query_groups, release_order, render_lines
 from clirmatrix.pipeline.splits import EVAL_INDICES, NOT_CHOSEN, TRAIN, assign, eval_sets, in_sorted, lowest, query_key, read_eval_keys, seeded_rng
-from clirmatrix.pipeline.units import LanguagePlan
 from clirmatrix.pipeline.writers import gzip_lines
 from clirmatrix.schemas import EVAL_PICKS, LABELS, MULTI8_QUERIES
+from clirmatrix.schemas.contracts import LanguagePlan
 
 
 def shared_entities(work: WorkDirs, langs: Sequence[str]) -> np.ndarray:

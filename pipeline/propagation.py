@@ -47,8 +47,8 @@ import pyarrow.parquet as pq
 from clirmatrix.pipeline.corpus import NO_ENTITY, WorkDirs, catalog_numbers
 from clirmatrix.pipeline.fileio import atomic_create
 from clirmatrix.pipeline.parquet_io import read_table
-from clirmatrix.pipeline.units import LanguagePlan
 from clirmatrix.schemas import DOC_LINKS, LABELS, PROPAGATED, check
+from clirmatrix.schemas.contracts import LanguagePlan
 
 # A carried row as one sortable int64: query offset (24 bits) | Y position (31 bits) | 127 - label (8 bits).
 _LABEL_BITS = 8

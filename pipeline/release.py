@@ -44,9 +44,9 @@ from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.parquet_io import read_table
 from clirmatrix.pipeline.propagation import group_bounds
 from clirmatrix.pipeline.splits import NOT_CHOSEN, SplitSettings, direction_queries, direction_splits, read_eval_keys, seeded_rng
-from clirmatrix.pipeline.units import LanguagePlan
 from clirmatrix.pipeline.writers import GzipLines, Lines, SortedLines, WrittenFile, docs_text, gzip_lines
 from clirmatrix.schemas import EVAL_PICKS, PROPAGATED, QUERY_SPLITS
+from clirmatrix.schemas.contracts import LanguagePlan
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,9 @@ from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics,
 from clirmatrix.pipeline.fingerprint import fingerprint
 from clirmatrix.pipeline.parquet_io import ParquetSink, read_table, write_table
 from clirmatrix.pipeline.reports import read_report
-from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SEARCH_UNIT_QUERIES, DEFAULT_SHARD_DOCS, LanguagePlan, Unit
+from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SEARCH_UNIT_QUERIES, DEFAULT_SHARD_DOCS
 from clirmatrix.schemas import RETRIEVAL, TERM_COUNTS
+from clirmatrix.schemas.contracts import LanguagePlan, Unit
 
 LOG = logging.getLogger("clirmatrix")
 QUERY_BATCH = 10_000  # queries searched per engine call and written per row group

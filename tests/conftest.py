@@ -63,12 +63,14 @@ def sample(tmp_path_factory):
 @pytest.fixture(scope="session")
 def extracted(sample, tmp_path_factory):
     """One in-process extraction of the sample (bad-input limit raised: 1 bad in ~300)."""
+    from dataclasses import replace
+
     from clirmatrix.beam_jobs.extract import run_extract
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings
+    from clirmatrix.pipeline.config import BuildConfig
 
     dumps, world = sample
     work = tmp_path_factory.mktemp("work")
-    result = run_extract(str(dumps), str(work), settings=DocsSettings(min_docs=100, max_bad_fraction=0.01), workers=1)
+    result = run_extract(replace(BuildConfig(), dumps=str(dumps), min_docs=100, max_bad_fraction=0.01, workers=1), str(work))
     return work, result, world
 
 

@@ -219,7 +219,7 @@ def test_a_new_seed_reruns_only_what_depends_on_it(world8, built, tmp_path):
     train = _lines(out / layout.query_file("bi139-base", "en", "de", "train"))
     run_build(build_config(dumps, out, seed=99))
     after = {p.stem: p.stat().st_mtime_ns for p in stages.glob("*.json") if p.stem != "checksums"}
-    assert {name for name in before if before[name] != after[name]} == {"write", "stats"}
+    assert {name for name in before if before[name] != after[name]} == {"write_release", "stats"}
     assert _lines(out / layout.query_file("bi139-base", "en", "de", "train")) != train
 
 
@@ -320,5 +320,30 @@ def test_a_killed_build_resumes_and_two_workers_write_the_same_bytes(built, worl
 
     resumed = run_build(build_config(dumps, again, workers=2))
     assert not (again / layout.IN_PROGRESS).exists()
-    assert resumed.skipped == ["extract_docs", "extract_sitelinks", "link", "retrieve", "label", "propagate"]
+    assert resumed.skipped == ["extract_docs", "extract_sitelinks", "link_entities", "retrieve", "label", "propagate"]
     assert released(out) == released(again)
+
+
+@pytest.mark.slow
+def test_each_stage_command_in_turn_writes_what_the_build_writes(tmp_path_factory, tmp_path):
+    """`python -m clirmatrix.beam_jobs.{stage}` for every stage, with the build's config file: the build's released bytes."""
+    import importlib
+
+    from conftest import write_sample
+
+    from clirmatrix.beam_jobs.build import STAGES, run_build
+    from clirmatrix.pipeline.config import resolve
+
+    dumps, _ = write_sample(tmp_path_factory, ("en", "de"), seed=3)
+    config = tmp_path / "build.toml"
+    config.write_text(
+        f'dumps = "{dumps}"\nmin_docs = 100\nmax_bad_fraction = 0.01\ntrain_size = {TRAIN}\neval_size = {EVAL}\nworkers = 1\nmulti_langs = ["de", "en"]\n'
+    )
+    run_build(resolve(str(config), {"out": str(tmp_path / "built")}))
+    work, out = tmp_path / "work", tmp_path / "out"
+    for name in STAGES[:-1]:  # stats draws its tables in the build only
+        argv = ["--config", str(config), "--work", str(work)] + (["--out", str(out)] if name == "write_release" else [])
+        summary = importlib.import_module(f"clirmatrix.beam_jobs.{name}").run(argv)
+        assert summary["stage"] == name
+    mine = {path: data for path, data in released(tmp_path / "built").items() if not path.startswith(("stats/", "report"))}
+    assert released(out) == mine and any(path.startswith("MULTI-8/") for path in mine)

@@ -187,14 +187,14 @@ def test_sample_says_how_a_small_sample_builds(capsys, tmp_path):
 
 def test_records_are_entity_lines_in_the_wikidata_messages(tmp_path):
     """One word per thing: the Wikidata bad-input message counts entity lines, the progress line sitelinks."""
-    from clirmatrix.beam_jobs.extract_sitelinks import run_extract_sitelinks
+    from clirmatrix.beam_jobs.extract_sitelinks import ExtractSitelinks
     from clirmatrix.pipeline.badinput import TooManyBadRecords
     from clirmatrix.pipeline.sample import write_sample_dumps
 
     write_sample_dumps(tmp_path / "dumps", docs_per_lang=50, langs=("en",), broken=True)
     with pytest.raises(TooManyBadRecords, match=r"latest-all\.json\.gz: 1 of \d+ entity lines \("):
         sources = LinkInputs.wikidata_wide(WIKIDATA_JSON, [str(tmp_path / "dumps" / "latest-all.json.gz")])
-        run_extract_sitelinks(sources, ["en"], str(tmp_path / "sitelinks"), 0.001, workers=1)
+        ExtractSitelinks(str(tmp_path), sources, ["en"], 0.001).run(workers=1)
 
 
 # ------------------------------------------------------------------- train, evaluate, reproduce

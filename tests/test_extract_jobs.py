@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import SAMPLE_LANGS
 
-from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
-from clirmatrix.beam_jobs.link_entities import run_link_entities
+from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
+from clirmatrix.beam_jobs.link_entities import LinkEntities
 from clirmatrix.cli import main
 from clirmatrix.pipeline.badinput import TooManyBadRecords
 from clirmatrix.pipeline.dumps import discover
@@ -112,7 +112,7 @@ def test_two_worker_processes_write_the_same_bytes(sample, extracted, tmp_path):
     dumps, _ = sample
     work, _, _ = extracted
     found = discover(str(dumps), ["en", "ar"])
-    run_extract_docs(found.docs, str(tmp_path / "docs"), DocsSettings(min_docs=100, max_bad_fraction=0.01), workers=2)
+    ExtractDocs(str(tmp_path), found.docs, DocsSettings(min_docs=100, max_bad_fraction=0.01)).run(workers=2)
     for lang in ("en", "ar"):
         ours = sorted((tmp_path / "docs" / lang).glob("*.parquet"))
         theirs = sorted((work / "docs" / lang).glob("*.parquet"))
@@ -150,7 +150,7 @@ def test_small_languages_are_dropped_with_a_message(sample, tmp_path, caplog):
     found = discover(str(dumps), ["en", "ja"])
     sizes = {lang: sum(1 for e in world.entities if lang in e.langs) for lang in ("en", "ja")}
     threshold = (sizes["en"] + sizes["ja"]) // 2
-    summary = run_extract_docs(found.docs, str(tmp_path / "docs"), DocsSettings(min_docs=threshold, max_bad_fraction=0.01), workers=1)
+    summary = ExtractDocs(str(tmp_path), found.docs, DocsSettings(min_docs=threshold, max_bad_fraction=0.01)).run(workers=1)
     small = min(sizes, key=sizes.get)
     assert small in summary["dropped"] and small not in summary["languages"]
     assert not (tmp_path / "docs" / small).exists()
@@ -170,7 +170,7 @@ def test_duplicates_across_part_files_keep_the_first(tmp_path):
     (part_dir / "svwiki_content-20240301-00000.json.bz2").write_bytes(part(range(0, 60), "first"))
     (part_dir / "svwiki_content-20240301-00001.json.bz2").write_bytes(part(range(50, 100), "second"))
     found = discover(str(tmp_path / "dumps"))
-    summary = run_extract_docs(found.docs, str(tmp_path / "docs"), DocsSettings(min_docs=1), workers=1)
+    summary = ExtractDocs(str(tmp_path), found.docs, DocsSettings(min_docs=1)).run(workers=1)
     rows = docs_of(tmp_path, "sv")
     assert sorted(int(r["doc_id"]) for r in rows) == list(range(100))
     assert {r["title"] for r in rows if 50 <= int(r["doc_id"]) < 60} == {f"first{i}" for i in range(50, 60)}
@@ -181,14 +181,14 @@ def test_too_much_bad_input_fails_without_marking_the_stage_done(sample, tmp_pat
     dumps, _ = sample
     found = discover(str(dumps), ["de"])
     with pytest.raises(TooManyBadRecords, match=r"(?s)de: 1 of .*dewiki-20240301-cirrussearch-content.json.gz line \d+: document_without_action"):
-        run_extract_docs(found.docs, str(tmp_path / "docs"), DocsSettings(min_docs=1), workers=1)
+        ExtractDocs(str(tmp_path), found.docs, DocsSettings(min_docs=1)).run(workers=1)
     assert not (tmp_path / "docs" / SUCCESS).exists()
 
 
 def test_linking_refuses_an_unfinished_stage(tmp_path):
     (tmp_path / "docs").mkdir()
     with pytest.raises(IncompleteStageError, match="no finished docs"):
-        run_link_entities(str(tmp_path))
+        LinkEntities(str(tmp_path)).run()
 
 
 def test_cli_reports_bad_input_as_a_message_and_exit_code(sample, tmp_path, capsys):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import shutil
+from dataclasses import replace
 
 import pyarrow.parquet as pq
 import pytest
@@ -93,7 +94,7 @@ def test_an_enterprise_dump_is_read_as_a_stream_with_every_record_counted(fresh)
 
 
 def test_a_cut_enterprise_dump_is_fatal_and_named(fresh, tmp_path):
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
+    from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
     from clirmatrix.pipeline.badinput import DamagedInputError
 
     root, _ = fresh
@@ -103,15 +104,15 @@ def test_a_cut_enterprise_dump_is_fatal_and_named(fresh, tmp_path):
     cut.write_bytes(source.read_bytes()[: source.stat().st_size * 2 // 3])
     found = dumps.discover(str(cut.parent))
     with pytest.raises(DamagedInputError, match=source.name):
-        run_extract_docs(found.docs, str(tmp_path / "docs"), DocsSettings(min_docs=10, max_bad_fraction=0.5), workers=1)
+        ExtractDocs(str(tmp_path), found.docs, DocsSettings(min_docs=10, max_bad_fraction=0.5)).run(workers=1)
 
 
 def test_fresh_inputs_build_end_to_end_with_links_from_items_per_site_records_and_page_props(fresh, tmp_path):
     from clirmatrix.beam_jobs.extract import run_extract
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings
+    from clirmatrix.pipeline.config import BuildConfig
 
     root, world = fresh
-    result = run_extract(str(root), str(tmp_path / "work"), settings=DocsSettings(min_docs=100, max_bad_fraction=0.01), workers=1)
+    result = run_extract(replace(BuildConfig(), dumps=str(root), min_docs=100, max_bad_fraction=0.01, workers=1), str(tmp_path / "work"))
     assert sorted(result.docs["languages"]) == sorted(LANGS)
     assert result.sitelinks["source"] == dumps.ITEMS_PER_SITE
     assert result.sitelinks["page_props"] == {"fr": sum("fr" in e.langs for e in world.entities)}
@@ -132,7 +133,7 @@ def test_fresh_inputs_build_end_to_end_with_links_from_items_per_site_records_an
 
 def test_links_from_the_records_alone_need_no_wikidata_dump(fresh, tmp_path):
     from clirmatrix.beam_jobs.extract import run_extract
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings
+    from clirmatrix.pipeline.config import BuildConfig
 
     root, world = fresh
     folder = tmp_path / "dumps"
@@ -140,7 +141,7 @@ def test_links_from_the_records_alone_need_no_wikidata_dump(fresh, tmp_path):
     for path in root.iterdir():
         if "wb_items_per_site" not in path.name:
             shutil.copy(path, folder / path.name)
-    result = run_extract(str(folder), str(tmp_path / "work"), settings=DocsSettings(min_docs=100, max_bad_fraction=0.01), workers=1, links=dumps.RECORD)
+    result = run_extract(replace(BuildConfig(), dumps=str(folder), min_docs=100, max_bad_fraction=0.01, workers=1, links=dumps.RECORD), str(tmp_path / "work"))
     assert result.sitelinks["source"] is None
     for lang in LANGS:
         link = result.entity_docs["languages"][lang]
@@ -155,27 +156,27 @@ def _rows(folder, lang: str) -> list[dict]:
 @pytest.mark.parametrize(("lang", "splits", "ranges"), [("fr", (3_000, 20_000, 1 << 30), 3), ("zh", (16_384, 150_000, 1 << 30), 5)])
 def test_a_dump_read_in_ranges_gives_the_same_documents_whatever_the_split(fresh, tmp_path, lang, splits, ranges):
     """fr: a bz2 multistream XML dump cut at block boundaries; zh: an Enterprise HTML tar.gz cut at its index's checkpoints."""
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
+    from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
 
     root, world = fresh
     found = dumps.discover(str(root), [lang])
     results = {}
     for split in splits:  # many ranges, a few, one
-        out = tmp_path / f"docs-{split}"
-        summary = run_extract_docs(found.docs, str(out), DocsSettings(min_docs=10, max_bad_fraction=0.01, split_bytes=split), workers=1)
+        out = tmp_path / f"work-{split}" / "docs"
+        summary = ExtractDocs(str(out.parent), found.docs, DocsSettings(min_docs=10, max_bad_fraction=0.01, split_bytes=split)).run(workers=1)
         results[split] = _rows(out, lang)
         assert summary["languages"][lang]["docs"] == sum(lang in e.langs for e in world.entities)
-    assert len(list((tmp_path / f"docs-{splits[0]}" / lang).glob("*.parquet"))) >= ranges
+    assert len(list((tmp_path / f"work-{splits[0]}" / "docs" / lang).glob("*.parquet"))) >= ranges
     assert results[splits[0]] == results[splits[1]] == results[splits[2]]  # every column, positions included
     if lang == "zh":  # the index itself was made in parts at the smaller splits, and in one at the largest
-        parts = [len(list((tmp_path / f"docs-{split}" / "_index" / "parts" / "_reports").glob("*.json"))) for split in splits]
+        parts = [len(list((tmp_path / f"work-{split}" / "docs" / "_index" / "parts" / "_reports").glob("*.json"))) for split in splits]
         assert parts[0] >= 3 and parts[-1] == 1, parts
 
 
 def test_the_wikidata_json_dump_in_bz2_is_read_in_ranges_with_the_same_sitelinks(tmp_path):
     import bz2
 
-    from clirmatrix.beam_jobs.extract_sitelinks import run_extract_sitelinks
+    from clirmatrix.beam_jobs.extract_sitelinks import ExtractSitelinks
     from clirmatrix.pipeline.errors import InputError
     from clirmatrix.pipeline.sample import _wikidata_dump as wikidata_dump
     from clirmatrix.pipeline.sample import make_world
@@ -191,15 +192,15 @@ def test_the_wikidata_json_dump_in_bz2_is_read_in_ranges_with_the_same_sitelinks
 
     def sitelinks(path, split, name):
         sources = dumps.LinkInputs.wikidata_wide(dumps.WIKIDATA_JSON, [str(path)])
-        summary = run_extract_sitelinks(sources, langs, str(tmp_path / name), split_bytes=split, workers=1)
-        return summary, {lang: _rows(tmp_path / name, lang) for lang in langs}
+        summary = ExtractSitelinks(str(tmp_path / name), sources, langs, split_bytes=split).run(workers=1)
+        return summary, {lang: _rows(tmp_path / name / "sitelinks", lang) for lang in langs}
 
     reference, expected = sitelinks(whole, 1 << 30, "gz")
     for split in (2_000, 1 << 30):
         summary, found = sitelinks(ranged, split, f"bz2-{split}")
         assert found == expected and summary["languages"] == reference["languages"]
         assert summary["entities_read"] == reference["entities_read"]
-    assert len(list((tmp_path / "bz2-2000" / "_reports").glob("*.json"))) >= 3  # one range per 100 kB block
+    assert len(list((tmp_path / "bz2-2000" / "sitelinks" / "_reports").glob("*.json"))) >= 3  # one range per 100 kB block
 
     cut = tmp_path / "cut" / "latest-all.json.bz2"
     cut.parent.mkdir()
@@ -217,7 +218,7 @@ def test_real_enterprise_records_go_through_the_docs_stage(tmp_path):
     import json
     import tarfile
 
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
+    from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
     from clirmatrix.pipeline.html_text import html_to_text
 
     records = [path.read_bytes() for path in sorted((FIXTURES / "html").glob("enwiki_*.ndjson"))]
@@ -229,7 +230,7 @@ def test_real_enterprise_records_go_through_the_docs_stage(tmp_path):
         info.size = len(data)
         archive.addfile(info, io.BytesIO(data))
     found = dumps.discover(str(dump.parent))
-    summary = run_extract_docs(found.docs, str(tmp_path / "docs"), DocsSettings(min_docs=1))
+    summary = ExtractDocs(str(tmp_path), found.docs, DocsSettings(min_docs=1)).run()
     assert summary["languages"]["en"]["docs"] == len(records) and not summary["languages"]["en"]["rejected"]
     rows = _rows(tmp_path / "docs", "en")
     for row, line in zip(rows, records, strict=True):
@@ -242,7 +243,7 @@ def test_real_enterprise_records_go_through_the_docs_stage(tmp_path):
 
 def test_a_real_xml_dump_read_in_ranges_gives_what_a_whole_read_gives(tmp_path):
     """gensim's real enwiki excerpt as a multistream dump, one page a stream: ranges of any size give the whole read's articles."""
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
+    from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
     from clirmatrix.pipeline.formats import mediawiki_xml
     from clirmatrix.pipeline.sample import _multistream as multistream
 
@@ -256,8 +257,8 @@ def test_a_real_xml_dump_read_in_ranges_gives_what_a_whole_read_gives(tmp_path):
     dump.write_bytes(data)
     found = dumps.discover(str(dump.parent))
     for split in (4_000, 1 << 30):
-        run_extract_docs(found.docs, str(tmp_path / f"docs-{split}"), DocsSettings(min_docs=1, split_bytes=split))
-        assert [(row["doc_id"], row["title"], row["text_full"]) for row in _rows(tmp_path / f"docs-{split}", "en")] == whole
+        ExtractDocs(str(tmp_path / f"work-{split}"), found.docs, DocsSettings(min_docs=1, split_bytes=split)).run()
+        assert [(row["doc_id"], row["title"], row["text_full"]) for row in _rows(tmp_path / f"work-{split}" / "docs", "en")] == whole
 
 
 @pytest.mark.slow

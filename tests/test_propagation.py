@@ -10,8 +10,8 @@ import pytest
 from clirmatrix.pipeline.corpus import WorkDirs
 from clirmatrix.pipeline.parquet_io import write_table
 from clirmatrix.pipeline.propagation import MAX_PACKED_SPAN, BlockCarrier, Labelled, propagate, propagate_block, read_doc_links, write_links_file
-from clirmatrix.pipeline.units import LanguagePlan
 from clirmatrix.schemas import LABELS, PROPAGATED
+from clirmatrix.schemas.contracts import LanguagePlan
 
 
 def _dense(x: np.ndarray, y: np.ndarray, n_src: int) -> np.ndarray:

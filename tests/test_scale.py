@@ -82,7 +82,7 @@ def _run_composite(units, transform) -> None:
 @pytest.mark.parametrize(("shard_docs", "search_unit_queries"), [(37, 1_000_000), (100, 240), (151, 1)])
 def test_sharded_retrieval_equals_unsharded_bit_for_bit(work_copy, built, shard_docs, search_unit_queries):
     """Shards scored with their language's statistics, searched in groups of query blocks, merged by score then position: exactly one index's top 100."""
-    from clirmatrix.beam_jobs.retrieve import RetrieveLanguages
+    from clirmatrix.beam_jobs.retrieve import Retrieve
     from clirmatrix.pipeline import retrieval
     from clirmatrix.pipeline.retrieval import RetrievalSettings
 
@@ -97,11 +97,11 @@ def test_sharded_retrieval_equals_unsharded_bit_for_bit(work_copy, built, shard_
     per_unit = max(1, search_unit_queries // settings.block_size)
     searches = [unit for unit in units if unit.step == retrieval.SEARCH]
     assert len(searches) == sum(plan.shards * -(-plan.blocks // per_unit) for plan in plans)
-    assert all(end - first <= per_unit for _, _, first, end in (unit.args for unit in searches))
+    assert all(end - first <= per_unit for _, _, first, end in (unit.task for unit in searches))
     if search_unit_queries == 1:
         assert len(searches) == sum(plan.shards * plan.blocks for plan in plans) > 2 * len(plans)
     shutil.rmtree(work_copy / "retrieval")
-    _run_composite(units, RetrieveLanguages(str(work_copy), settings))
+    _run_composite(units, Retrieve(str(work_copy), settings).transform())
     for lang in langs:
         ours = pa.concat_tables([table for path, table in _tables(work_copy / "retrieval").items() if path.startswith(f"{lang}/")])
         theirs = pa.concat_tables([table for path, table in unsharded.items() if path.startswith(f"{lang}/")])
@@ -169,23 +169,20 @@ def test_shard_engines_with_the_collection_statistics_score_as_one_engine(analyz
 
 
 def test_link_label_propagate_composites_write_what_the_build_wrote(work_copy, built):
-    """LinkEntities, LabelQueries and PropagateLabels, each unit run twice: the same files as the build's."""
-    from clirmatrix.beam_jobs.label import LABEL, LabelQueries, language_plans
-    from clirmatrix.beam_jobs.link_entities import LINK, LinkEntities
-    from clirmatrix.beam_jobs.propagate import LINKS, PROPAGATE, PropagateLabels
-    from clirmatrix.pipeline.units import Unit
+    """The link_entities, label and propagate stages' transforms, each unit run twice: the same files as the build's."""
+    from clirmatrix.beam_jobs.label import Label
+    from clirmatrix.beam_jobs.link_entities import LinkEntities
+    from clirmatrix.beam_jobs.propagate import Propagate
 
     _, result, _ = built
     original = Path(result.work)
-    langs = sorted(result.summaries["retrieve"]["languages"])
-    plans = language_plans(result.summaries["retrieve"])
+    stages = [LinkEntities(str(work_copy)), Label(str(work_copy)), Propagate(str(work_copy))]
+    planned = [(stage, stage.plan(stage.upstream())) for stage in stages]  # before the folders they read are gone
+    assert all(units for _, units in planned)
     for folder in ("catalog", "entity_docs", "labels", "propagated"):
-        shutil.rmtree(work_copy / folder)
-    _run_composite([Unit(LINK, lang, (lang,)) for lang in langs], LinkEntities(str(work_copy)))
-    _run_composite([Unit(LABEL, f"{p.lang}.{b:05d}", (p, b)) for p in plans for b in range(p.blocks)], LabelQueries(str(work_copy)))
-    units = [Unit(LINKS, f"links.{lang}", (lang, langs)) for lang in langs]
-    units += [Unit(PROPAGATE, f"carry.{p.lang}.{b:05d}", (p, b, langs)) for p in plans for b in range(p.blocks)]
-    _run_composite(units, PropagateLabels(str(work_copy), langs))
+        shutil.rmtree(work_copy / folder, ignore_errors=True)  # planning link_entities cleared catalog/
+    for stage, units in planned:
+        _run_composite(units, stage.transform())
     for folder in ("catalog", "entity_docs", "labels", "propagated"):
         ours, theirs = _tables(work_copy / folder), _tables(original / folder)
         assert ours.keys() == theirs.keys() and ours, folder
@@ -195,25 +192,24 @@ def test_link_label_propagate_composites_write_what_the_build_wrote(work_copy, b
 @pytest.mark.slow
 def test_write_composite_and_count_composite(work_copy, built, tmp_path):
     """WriteRelease (every unit twice) writes the build's released bytes; CountFiles counts them as the build did."""
-    from clirmatrix.beam_jobs.label import language_plans
     from clirmatrix.beam_jobs.stats import COUNT, CountFiles, counted_while_writing
     from clirmatrix.beam_jobs.write_release import WriteRelease, release_units
     from clirmatrix.pipeline.release import ReleaseSettings
     from clirmatrix.pipeline.splits import SplitSettings
-    from clirmatrix.pipeline.units import Unit
+    from clirmatrix.schemas.contracts import FileTask, Unit, language_plans
 
     out, result, _ = built
     settings = ReleaseSettings(SplitSettings(train_size=TRAIN, eval_size=EVAL))
     plans = language_plans(result.summaries["propagate"])
     again = tmp_path / "again"
     shutil.rmtree(work_copy / "release")
-    _run_composite(release_units(plans, settings.multi_langs), WriteRelease(str(work_copy), str(again), settings))
+    _run_composite(release_units(plans, settings.multi_langs), WriteRelease(str(work_copy), str(again), settings).transform())
     mine = released(out)
     theirs = released(again)
     assert {path: data for path, data in mine.items() if layout.parse_path(path)} == theirs
 
     files = sorted(path for path in theirs if layout.parse_path(path).dataset in layout.QUERY_SETS)
-    units = [Unit(COUNT, path.replace("/", "__"), (path,)) for path in files]
+    units = [Unit(COUNT, path.replace("/", "__"), FileTask(path)) for path in files]
     _run_composite(units, CountFiles(str(again), str(tmp_path / "counts")))
     counted = sorted(json.loads(p.read_text())["stats"]["queries"] for p in (tmp_path / "counts" / "_reports").glob("*.json"))
     assert counted == sorted(row.queries for row in counted_while_writing(result.work))
@@ -243,7 +239,7 @@ def test_extract_docs_composite_counts_the_same_on_a_retry(sample, tmp_path):
     import apache_beam as beam
     from apache_beam.testing.util import assert_that, equal_to
 
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs, FinalizeLanguage, plan_units
+    from clirmatrix.beam_jobs.extract_docs import DocsSettings, FinalizeLanguage, ReadDumpFiles, plan_units
     from clirmatrix.pipeline.dumps import discover
     from clirmatrix.pipeline.reports import read_reports
 
@@ -252,7 +248,7 @@ def test_extract_docs_composite_counts_the_same_on_a_retry(sample, tmp_path):
     units = plan_units(found.docs, DocsSettings().split_bytes)
     out = tmp_path / "docs"
     with _test_pipeline() as pipeline:
-        langs = pipeline | beam.Create(units) | ExtractDocs(str(out), DocsSettings(min_docs=1, max_bad_fraction=0.01))
+        langs = pipeline | beam.Create(units) | ReadDumpFiles(str(out), DocsSettings(min_docs=1, max_bad_fraction=0.01))
         assert_that(langs, equal_to(["en", "ja"]))
     first = {report["lang"]: report for report in read_reports(str(out))}
     assert first["en"]["duplicates"] == 1 and first["en"]["docs"] == sum(1 for e in world.entities if "en" in e.langs)
@@ -262,18 +258,18 @@ def test_extract_docs_composite_counts_the_same_on_a_retry(sample, tmp_path):
 
 
 def test_extract_sitelinks_composite(sample, tmp_path):
-    """The Wikidata file through ExtractLinks twice (a retry): the same sitelinks as one run, one file per language."""
+    """The Wikidata file through ReadLinkFiles twice (a retry): the same sitelinks as one run, one file per language."""
     import apache_beam as beam
     from apache_beam.testing.util import assert_that, equal_to
 
-    from clirmatrix.beam_jobs.extract_sitelinks import ExtractLinks, LinkUnit
+    from clirmatrix.beam_jobs.extract_sitelinks import LinkUnit, ReadLinkFiles
     from clirmatrix.pipeline.dumps import WIKIDATA_JSON, discover
 
     dumps, world = sample
     (wikidata,) = discover(str(dumps)).wikidata
     out = tmp_path / "sitelinks"
     with _test_pipeline() as pipeline:
-        names = pipeline | beam.Create([LinkUnit(0, WIKIDATA_JSON, wikidata)] * 2) | ExtractLinks(str(out), ["en", "ja"])
+        names = pipeline | beam.Create([LinkUnit(0, WIKIDATA_JSON, wikidata)] * 2) | ReadLinkFiles(str(out), ["en", "ja"])
         assert_that(names, equal_to(["00000-latest-all"] * 2))
     en = pq.read_table(out / "en" / "00000-latest-all.parquet").to_pylist()
     expected = {(e.qid, e.titles["en"]) for e in world.entities if "en" in e.langs and (e.qid, "en") not in world.missing_sitelinks}
@@ -469,7 +465,7 @@ def test_a_build_on_s3_equals_the_local_build(s3_server, tmp_path_factory, tmp_p
 def test_dumps_read_in_ranges_from_the_object_store_give_the_local_documents(s3_server, tmp_path):
     """An Enterprise HTML dump (its seek index kept in WORK) and a bz2 XML dump, both read in ranges from s3://."""
     from clirmatrix.beam_jobs.common import use_filesystem_options
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings, run_extract_docs
+    from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
     from clirmatrix.pipeline.dumps import discover
     from clirmatrix.pipeline.sample import write_sample_dumps
 
@@ -480,8 +476,8 @@ def test_dumps_read_in_ranges_from_the_object_store_give_the_local_documents(s3_
     for path in dumps.iterdir():
         client.put_object(Bucket="clirmatrix-test", Key=f"fresh/{path.name}", Body=path.read_bytes())
     settings = DocsSettings(min_docs=10, split_bytes=20_000)  # several ranges of each file
-    remote = run_extract_docs(discover("s3://clirmatrix-test/fresh").docs, "s3://clirmatrix-test/work/docs", settings, flags, workers=1)
-    local = run_extract_docs(discover(str(dumps)).docs, str(tmp_path / "docs"), settings, workers=1)
+    remote = ExtractDocs("s3://clirmatrix-test/work", discover("s3://clirmatrix-test/fresh").docs, settings).run(flags, workers=1)
+    local = ExtractDocs(str(tmp_path), discover(str(dumps)).docs, settings).run(workers=1)
     for lang in ("de", "fr"):
         assert remote["languages"][lang]["docs"] == local["languages"][lang]["docs"] > 50
         stored = _objects(client, f"work/docs/{lang}/")

@@ -14,9 +14,9 @@ from clirmatrix.pipeline.corpus import WorkDirs
 from clirmatrix.pipeline.parquet_io import write_table
 from clirmatrix.pipeline.release import QueryText, ReleaseSettings, Results, base_fill, in_release_order, query_groups, render_lines, write_direction
 from clirmatrix.pipeline.splits import SplitSettings, write_eval_keys, write_eval_picks, write_query_splits
-from clirmatrix.pipeline.units import LanguagePlan
 from clirmatrix.pipeline.writers import COMPRESS_CHUNK, Lines, SortedLines, filler, gzip_lines, query_line
 from clirmatrix.schemas import CATALOG, PROPAGATED
+from clirmatrix.schemas.contracts import LanguagePlan
 
 
 @pytest.mark.parametrize("n_docs", [1, 40, 100, 150, 9_999, 10_001, 20_000, 300_000])
