@@ -17,7 +17,6 @@ stay spread over the workers (the runner never sees fewer elements than units).
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -31,7 +30,6 @@ from clirmatrix.beam_jobs.runners import LOCAL_RUNNER
 from clirmatrix.pipeline.reports import finish_stage, is_complete, read_named_reports, read_reports, require_complete, start_stage, write_report
 from clirmatrix.schemas.contracts import Unit
 
-LOG = logging.getLogger("clirmatrix")
 __all__ = [
     "Barrier", "RunUnits", "StorageDoFn", "default_workers", "finish_stage", "is_complete", "names_runner", "pipeline_options", "read_named_reports", "read_reports",
     "require_complete", "run_stage", "start_stage", "use_filesystem_options", "write_report",

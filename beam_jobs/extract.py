@@ -27,7 +27,6 @@ from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.dumps import NoDumpsError, find_dumps
 from clirmatrix.pipeline.localio import check_folder_path
 
-LOG = logging.getLogger("clirmatrix")
 FLAGS = ("dumps", "langs", "skip_missing", "source", "links", "split_mb", "min_docs", "max_bad_fraction", "workers")
 
 

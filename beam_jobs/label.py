@@ -22,8 +22,6 @@ from clirmatrix.pipeline.corpus import Folders
 from clirmatrix.pipeline.labels import label_block
 from clirmatrix.schemas.contracts import BlockTask, Unit, language_plans
 
-LOG = logging.getLogger("clirmatrix")
-
 
 class Label(Stage):
     """Blocks of queries -> their labelled documents."""

@@ -23,7 +23,6 @@ from clirmatrix.pipeline.corpus import Folders
 from clirmatrix.pipeline.linking import write_links
 from clirmatrix.schemas.contracts import LanguageTask, Unit
 
-LOG = logging.getLogger("clirmatrix")
 _TOTALS = ("docs", "linked_wikidata", "linked_dump", "unlinked", "disagreements", "page_props", "page_props_disagreements")
 
 

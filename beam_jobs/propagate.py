@@ -21,8 +21,6 @@ from clirmatrix.pipeline.corpus import Folders
 from clirmatrix.pipeline.propagation import propagate_block, write_doc_links
 from clirmatrix.schemas.contracts import CarryTask, LanguagePlan, PairingTask, Unit, language_plans
 
-LOG = logging.getLogger("clirmatrix")
-
 
 class Propagate(Stage):
     """Languages and blocks of queries -> each block's labels in every other language."""

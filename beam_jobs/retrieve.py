@@ -25,8 +25,6 @@ from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.retrieval import RetrievalSettings
 from clirmatrix.schemas.contracts import LanguagePlan, Unit
 
-LOG = logging.getLogger("clirmatrix")
-
 
 def retrieval_settings(config: BuildConfig) -> RetrievalSettings:
     """The retrieval settings of a build: the one place they derive from its flags."""

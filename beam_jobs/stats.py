@@ -27,7 +27,6 @@ from clirmatrix.pipeline.jsonl import walk_release
 from clirmatrix.pipeline.stats import DirectionStats, direction_stats, stats_files
 from clirmatrix.schemas.contracts import FileTask, Unit
 
-LOG = logging.getLogger("clirmatrix")
 COUNT = "count"
 
 

@@ -46,7 +46,6 @@ from clirmatrix.schemas.contracts import (
     language_plans,
 )
 
-LOG = logging.getLogger("clirmatrix")
 PLAN, EVAL, KEYS, DIRECTIONS, MULTI8 = "plan", "eval", "keys", "directions", "multi8"
 
 

@@ -296,9 +296,9 @@ def search(corpus: str, queries: str, lang: str | None, analyzer: str | None, k:
 
 @cli.command()
 @click.argument("root", type=click.Path(exists=True, file_okay=False))
-@click.option("--train-size", type=click.IntRange(min=0), default=DEFAULT_TRAIN_SIZE, show_default=True)
-@click.option("--eval-size", type=click.IntRange(min=0), default=DEFAULT_EVAL_SIZE, show_default=True)
-def validate(root: str, train_size: int, eval_size: int) -> None:
+@click.option("--train-size", type=click.IntRange(min=0), default=None, help=f"Most queries of a base train file [default: the build's own; {DEFAULT_TRAIN_SIZE:,} for a download].")
+@click.option("--eval-size", type=click.IntRange(min=0), default=None, help=f"Most queries of a dev/test file [default: the build's own; {DEFAULT_EVAL_SIZE:,} for a download].")
+def validate(root: str, train_size: int | None, eval_size: int | None) -> None:
     """Check a build or a download against every rule of the release; exit 1 when any fails."""
     from clirmatrix.pipeline.validate import print_report
     from clirmatrix.pipeline.validate import validate as check_tree

@@ -1,1 +1,1 @@
-"""The clirmatrix library: dump formats, truncation, title matching, file I/O and the CLI."""
+"""The clirmatrix library under the Beam jobs: dump formats, text extraction, retrieval, labels, release writing and the consumer tools (download, validate, loaders)."""

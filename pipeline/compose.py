@@ -1,4 +1,4 @@
-"""A docker compose file with one single-node Elasticsearch per language (issue 4, part 1).
+"""A docker compose file with one single-node Elasticsearch per language (docs/elasticsearch.md).
 
 Security is off (local use only), each node has its own heap, port, named data
 volume and health check. ``clirmatrix compose --langs ...`` writes one for any

@@ -12,7 +12,7 @@
 For each language the newest dump date wins, whatever its kind; between kinds of the
 same date CirrusSearch comes first (the paper's own text), then HTML (the same
 rendered page, text extracted as CirrusSearch does), then XML (wikitext without
-templates): docs/building.md#inputs has the measurements behind the order. ``source``
+templates): docs/building.md#extraction has the measurements behind the order. ``source``
 names one kind instead.
 """
 

@@ -611,13 +611,15 @@ class _SourceCheck:
         return places
 
 
-def validate(root: str, *, train_size: int = DEFAULT_TRAIN_SIZE, eval_size: int = DEFAULT_EVAL_SIZE, on_file: Callable[[str], None] | None = None) -> ValidationReport:
+def validate(root: str, *, train_size: int | None = None, eval_size: int | None = None, on_file: Callable[[str], None] | None = None) -> ValidationReport:
     """Check a build (``manifest.json`` present) or a downloaded (partial) release under ``root``.
 
     Args:
         root: the folder holding ``BI-139/``, ``MULTI-8/``, ``DOCS/``, ``downloads.json.gz``, ...
-        train_size: the most queries a base or MULTI-8 train file may hold.
-        eval_size: the most queries a base or MULTI-8 dev/test1/test2 file may hold.
+        train_size: the most queries a base or MULTI-8 train file may hold [default: the
+            build's own ``--train-size`` from its ``manifest.json``, else the release's].
+        eval_size: the most queries a base or MULTI-8 dev/test1/test2 file may hold [default:
+            likewise ``--eval-size``].
         on_file: called with each relative path as it is read (for a progress display).
 
     Returns:
@@ -627,6 +629,9 @@ def validate(root: str, *, train_size: int = DEFAULT_TRAIN_SIZE, eval_size: int 
         raise MissingInputError(f"{root} is not a folder")
     refuse_incomplete(root)
     refuse_unreleased(root)
+    built = built_sizes(root)
+    train_size = built["train_size"] if train_size is None else train_size
+    eval_size = built["eval_size"] if eval_size is None else eval_size
     validator = _Validator(root, train_size, eval_size, on_file)
     released = validator.layout()
     validator.docs(released)
@@ -635,6 +640,17 @@ def validate(root: str, *, train_size: int = DEFAULT_TRAIN_SIZE, eval_size: int 
     if validator.report.build:
         validator.manifest()
     return validator.finish()
+
+
+def built_sizes(root: str) -> dict[str, int]:
+    """The split sizes a build was made with (its ``manifest.json`` settings); the release's for a download or an unreadable manifest."""
+    sizes = {"train_size": DEFAULT_TRAIN_SIZE, "eval_size": DEFAULT_EVAL_SIZE}
+    try:
+        with open(os.path.join(root, MANIFEST), "rb") as handle:
+            settings = orjson.loads(handle.read()).get("settings", {})
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        return sizes  # no manifest: a download; a broken one is reported by the manifest rule
+    return {name: settings[name] if isinstance(settings.get(name), int) else default for name, default in sizes.items()}
 
 
 def refuse_unreleased(root: str) -> None:

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from clirmatrix.pipeline.errors import InvalidInputError
-
 DOCS = pa.schema(
     [
         pa.field("lang", pa.string(), nullable=False),
@@ -160,8 +158,12 @@ MULTI8_QUERIES = pa.schema(
 )
 
 
-class SchemaMismatchError(InvalidInputError):
-    """A table about to be written does not have its artefact's schema."""
+class SchemaMismatchError(Exception):
+    """A table about to be written does not have its artefact's schema.
+
+    Always a bug of ours (the tables are built by our code, not read from the user), so
+    it is no ``InputError``: the command line shows it with its traceback.
+    """
 
 
 def check(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:

@@ -12,6 +12,7 @@ import pytest
 from conftest import EVAL, TRAIN, build_config, released
 
 from clirmatrix.pipeline import layout
+from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_TRAIN_SIZE
 from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.validate import validate
 
@@ -38,10 +39,14 @@ def test_output_has_exactly_the_release_layout(built):
     assert all(path in (layout.INDEX, layout.MANIFEST, layout.REPORT) or path.startswith("stats/") for path in others)
 
 
-def test_validate_passes_on_the_build(built):
+def test_validate_passes_on_the_build_with_the_sizes_it_was_built_with(built):
+    """The build's own --train-size and --eval-size come from its manifest.json; flags still override them."""
     out, _, _ = built
-    report = validate(str(out), train_size=TRAIN, eval_size=EVAL)
+    assert TRAIN < DEFAULT_TRAIN_SIZE and EVAL < DEFAULT_EVAL_SIZE  # the release's sizes would not find what this checks
+    report = validate(str(out))
     assert report.ok, report
+    smaller = validate(str(out), eval_size=EVAL // 2)
+    assert not smaller.ok and any("dev" in failure.path for failure in smaller.failures)
 
 
 def test_index_lists_every_file_with_its_md5(built):
@@ -284,7 +289,7 @@ def test_validate_command_exit_codes(built, tmp_path, capsys):
     from clirmatrix.cli import main
 
     out, _, _ = built
-    assert main(["validate", str(out), "--train-size", str(TRAIN), "--eval-size", str(EVAL)]) == 0
+    assert main(["validate", str(out)]) == 0
     broken = tmp_path / "broken"
     shutil.copytree(out / "MULTI-8", broken / "MULTI-8")
     (broken / "MULTI-8" / "en" / "en.de.dev.jl.gz").write_bytes(gzip.compress(b'{"src_id": 5, "src_query": "x", "tgt_results": []}\n'))
