@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -28,7 +29,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 # The stage-folder conventions live in the library; the jobs reach them through here.
 from clirmatrix.beam_jobs.runners import LOCAL_RUNNER
 from clirmatrix.pipeline.reports import finish_stage, is_complete, read_named_reports, read_reports, require_complete, start_stage, write_report
-from clirmatrix.schemas.contracts import Unit
+from clirmatrix.schemas.contracts import Report, Unit
 
 __all__ = [
     "Barrier", "RunUnits", "StorageDoFn", "default_workers", "finish_stage", "is_complete", "names_runner", "pipeline_options", "read_named_reports", "read_reports",
@@ -95,7 +96,7 @@ class RunUnits(StorageDoFn):
     state outlives a call: whatever a unit needs it reads from its inputs.
     """
 
-    def __init__(self, step: str, run: Callable[[Unit], dict], report_dir: str, beam_args: Sequence[str] = ()) -> None:
+    def __init__(self, step: str, run: Callable[[Unit], Report | dict], report_dir: str, beam_args: Sequence[str] = ()) -> None:
         super().__init__(beam_args)
         self.step = step
         self.run = run
@@ -108,9 +109,9 @@ class RunUnits(StorageDoFn):
         started, cpu = time.perf_counter(), time.process_time()
         report = self.run(element)
         # What the unit cost, for the benchmarks' models (the process runs one unit at a time).
-        report["unit_seconds"] = round(time.perf_counter() - started, 3)
-        report["unit_cpu_seconds"] = round(time.process_time() - cpu, 3)
-        write_report(self.report_dir, element.name, report)
+        cost = {"unit_seconds": round(time.perf_counter() - started, 3), "unit_cpu_seconds": round(time.process_time() - cpu, 3)}
+        stored = replace(report, **cost).to_dict() if isinstance(report, Report) else {**report, **cost}
+        write_report(self.report_dir, element.name, stored)
         yield element.name
 
 

@@ -20,7 +20,7 @@ from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.corpus import Folders
 from clirmatrix.pipeline.labels import label_block
-from clirmatrix.schemas.contracts import BlockTask, Unit, language_plans
+from clirmatrix.schemas.contracts import BlockTask, LabelReport, Unit, language_plans
 
 
 class Label(Stage):
@@ -40,17 +40,17 @@ class Label(Stage):
         plans = language_plans(upstream[Folders.retrieval])
         return [Unit("label", f"{plan.lang}.{block:05d}", BlockTask(plan, block)) for plan in plans for block in range(plan.blocks)]
 
-    def run_unit(self, unit: Unit) -> dict:
+    def run_unit(self, unit: Unit) -> LabelReport:
         return label_block(self.work_root, unit.task.plan, unit.task.block)
 
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, LabelReport]) -> dict:
         languages = {}
         for plan in language_plans(upstream[Folders.retrieval]):
-            mine = [r for r in reports.values() if r["lang"] == plan.lang]
+            mine = [r for r in reports.values() if r.lang == plan.lang]
             labels = Counter()
             for report in mine:
-                labels.update(report["labels"])
-            languages[plan.lang] = {"lang": plan.lang, "queries": sum(r["queries"] for r in mine), "labels": dict(sorted(labels.items())), "plan": plan.to_dict()}
+                labels.update(report.labels)
+            languages[plan.lang] = {"lang": plan.lang, "queries": sum(r.queries for r in mine), "labels": dict(sorted(labels.items())), "plan": plan.to_dict()}
         return {"stage": self.name, "languages": languages}
 
 

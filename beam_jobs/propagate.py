@@ -19,7 +19,7 @@ from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.corpus import Folders
 from clirmatrix.pipeline.propagation import propagate_block, write_doc_links
-from clirmatrix.schemas.contracts import CarryTask, LanguagePlan, PairingTask, Unit, language_plans
+from clirmatrix.schemas.contracts import CarryReport, CarryTask, LanguagePlan, PairingReport, PairingTask, Unit, language_plans
 
 
 class Propagate(Stage):
@@ -53,7 +53,7 @@ class Propagate(Stage):
         units += [Unit("propagate", f"carry.{plan.lang}.{block:05d}", CarryTask(plan, block, langs)) for plan in sorted(plans, key=lambda p: -p.docs) for block in range(plan.blocks)]
         return units
 
-    def run_unit(self, unit: Unit) -> dict:
+    def run_unit(self, unit: Unit) -> PairingReport | CarryReport:
         match unit.task:
             case PairingTask(lang, langs):
                 return write_doc_links(self.work_root, lang, langs)
@@ -61,15 +61,15 @@ class Propagate(Stage):
                 return propagate_block(self.work_root, plan, block, langs)
         raise TypeError(f"{self.name} has no step for {unit.task!r}")
 
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, PairingReport | CarryReport]) -> dict:
         plans = self.plans(upstream)
         languages = {}
         for plan in plans:
-            blocks = [r for r in reports.values() if r["lang"] == plan.lang and "block" in r]
+            blocks = [r for r in reports.values() if isinstance(r, CarryReport) and r.lang == plan.lang]
             directions = {}
             for tgt in plans:
                 if tgt.lang != plan.lang:
-                    directions[tgt.lang] = {key: sum(r["directions"][tgt.lang][key] for r in blocks) for key in ("queries", "labels")}
+                    directions[tgt.lang] = {key: sum(r.directions[tgt.lang][key] for r in blocks) for key in ("queries", "labels")}
             languages[plan.lang] = {"lang": plan.lang, "queries": plan.docs, "directions": directions, "plan": plan.to_dict()}
         return {"stage": self.name, "languages": languages}
 

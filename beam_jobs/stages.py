@@ -34,7 +34,7 @@ from clirmatrix.beam_jobs import common, runners
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.config import BuildConfig, flag_name, resolve
 from clirmatrix.pipeline.corpus import WorkDirs
-from clirmatrix.schemas.contracts import Unit
+from clirmatrix.schemas.contracts import REPORT_TYPE, Report, Unit, read_typed_report
 
 LOG = logging.getLogger("clirmatrix")
 STAGES_DIR = "_stages"
@@ -84,13 +84,13 @@ class Stage(ABC):
     def plan(self, upstream: dict[str, dict]) -> Sequence:
         """Every unit of the stage, planned on the driver before anything runs."""
 
-    def run_unit(self, unit: Unit) -> dict:
+    def run_unit(self, unit: Unit) -> Report | dict:
         """A unit's work (on a worker): the library call its task names; returns its report."""
         raise NotImplementedError(f"{self.name} runs no units of its own")
 
     @abstractmethod
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
-        """The stage's summary (its ``_SUCCESS.json``) from its units' reports by unit name."""
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, Report | dict]) -> dict:
+        """The stage's summary (its ``_SUCCESS.json``) from its units' reports by unit name (typed where the unit's are)."""
 
     def prepare(self, beam_args: Sequence[str], workers: int | None) -> None:
         """Work before the units can be planned (the docs stage indexes its tar.gz dumps); nothing by default."""
@@ -108,7 +108,8 @@ class Stage(ABC):
         units = self.plan(upstream)
         workers = workers or common.default_workers(len(units))
         common.run_stage(camel_case(self.name), units, self.transform(beam_args, workers), beam_args, workers)
-        summary = self.summarise(upstream, common.read_named_reports(self.stage_dir))
+        reports = {name: read_typed_report(report) if REPORT_TYPE in report else report for name, report in common.read_named_reports(self.stage_dir).items()}
+        summary = self.summarise(upstream, reports)
         common.finish_stage(self.stage_dir, summary)
         return summary
 

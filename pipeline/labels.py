@@ -28,7 +28,7 @@ from clirmatrix.pipeline.corpus import WorkDirs
 from clirmatrix.pipeline.parquet_io import read_table, write_table
 from clirmatrix.pipeline.propagation import group_bounds
 from clirmatrix.schemas import LABELS, RETRIEVAL
-from clirmatrix.schemas.contracts import LanguagePlan
+from clirmatrix.schemas.contracts import LabelReport, LanguagePlan
 
 N_CLASSES = 5  # the Jenks kernel below is written out for 5 classes
 OWN_ARTICLE = 6
@@ -217,7 +217,7 @@ def _assemble(doc, labels, queries, starts, ends, first_query, end_query):
     return out_query[:at], out_doc[:at], out_label[:at]
 
 
-def label_block(work_root: str, plan: LanguagePlan, block: int) -> dict:
+def label_block(work_root: str, plan: LanguagePlan, block: int) -> LabelReport:
     """One unit: the labels of one block of a language's queries, from that block's hits."""
     work = WorkDirs(work_root)
     hits = read_table([work.retrieval_file(plan.lang, block)], RETRIEVAL)
@@ -225,4 +225,4 @@ def label_block(work_root: str, plan: LanguagePlan, block: int) -> dict:
     table = label_queries(*(hits.column(name).to_numpy() for name in ("query", "doc", "score")), start, end)
     write_table(work.labels_file(plan.lang, block), table, LABELS)
     counts = np.bincount(table.column("label").to_numpy(), minlength=OWN_ARTICLE + 1)
-    return {"lang": plan.lang, "block": block, "queries": end - start, "labels": {str(label): int(counts[label]) for label in range(1, OWN_ARTICLE + 1)}}
+    return LabelReport(lang=plan.lang, block=block, queries=end - start, labels={str(label): int(counts[label]) for label in range(1, OWN_ARTICLE + 1)})

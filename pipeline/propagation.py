@@ -48,7 +48,7 @@ from clirmatrix.pipeline.corpus import NO_ENTITY, WorkDirs, catalog_numbers
 from clirmatrix.pipeline.fileio import atomic_create
 from clirmatrix.pipeline.parquet_io import read_table
 from clirmatrix.schemas import DOC_LINKS, LABELS, PROPAGATED, check
-from clirmatrix.schemas.contracts import LanguagePlan
+from clirmatrix.schemas.contracts import CarryReport, LanguagePlan, PairingReport
 
 # A carried row as one sortable int64: query offset (24 bits) | Y position (31 bits) | 127 - label (8 bits).
 _LABEL_BITS = 8
@@ -102,7 +102,7 @@ def doc_links(src_entities: np.ndarray, tgt_entities: np.ndarray) -> tuple[np.nd
     return x[in_x][order].astype(np.int32), y[in_y][order].astype(np.int32)
 
 
-def write_doc_links(work_root: str, src: str, langs: Sequence[str]) -> dict:
+def write_doc_links(work_root: str, src: str, langs: Sequence[str]) -> PairingReport:
     """One unit per query language X: ``propagated/_links/{X}/{Y}.parquet`` for every other language Y."""
     work = WorkDirs(work_root)
     src_entities = catalog_numbers(work, src, "entity")
@@ -113,7 +113,7 @@ def write_doc_links(work_root: str, src: str, langs: Sequence[str]) -> dict:
         x, y = doc_links(src_entities, catalog_numbers(work, tgt, "entity"))
         write_links_file(work.doc_links_file(src, tgt), x, y)
         counts[tgt] = len(x)
-    return {"lang": src, "links": counts}
+    return PairingReport(lang=src, links=counts)
 
 
 def write_links_file(path: str, x: np.ndarray, y: np.ndarray) -> None:
@@ -273,7 +273,7 @@ def read_block(path: str, n_src: int) -> BlockCarrier:
     return BlockCarrier(Labelled(*(table.column(name).to_numpy() for name in ("query", "doc", "label"))), n_src, path)
 
 
-def propagate_block(work_root: str, plan: LanguagePlan, block: int, langs: Sequence[str]) -> dict:
+def propagate_block(work_root: str, plan: LanguagePlan, block: int, langs: Sequence[str]) -> CarryReport:
     """One unit per block of X's queries: its labels carried into every other language, one file per language."""
     work = WorkDirs(work_root)
     started = time.process_time()
@@ -288,5 +288,7 @@ def propagate_block(work_root: str, plan: LanguagePlan, block: int, langs: Seque
         write_carried(work.propagated_file(plan.lang, tgt, block), carried)
         directions[tgt] = {"queries": queries, "labels": int(len(carried.label))}
     # The block's own cost and the cost per target language apart: a planner scales them differently.
-    cpu = {"group_cpu_seconds": round(grouped - started, 3), "carry_cpu_seconds": round(time.process_time() - grouped, 3)}
-    return {"lang": plan.lang, "block": block, "label_rows": carrier.size, "directions": directions, **cpu}
+    return CarryReport(
+        lang=plan.lang, block=block, label_rows=carrier.size, directions=directions,
+        group_cpu_seconds=round(grouped - started, 3), carry_cpu_seconds=round(time.process_time() - grouped, 3),
+    )  # fmt: skip

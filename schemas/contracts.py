@@ -4,9 +4,12 @@ The driver (beam_jobs/) plans every unit of a stage before it starts; a unit
 travels to a worker, which calls the library function (pipeline/) its task names
 with the task's fields. Tasks are frozen dataclasses, one per kind of work, so a
 unit says what it does by its type, not by the position of values in a tuple,
-and a stage routes it with a ``match`` on that type. ``LanguagePlan`` is how one
-language is cut: every stage from retrieval on records it in its summary, and
-the next stage reads it back from there.
+and a stage routes it with a ``match`` on that type. The function answers with a
+report, a frozen dataclass too (``Report``), which the worker stores as JSON under
+the unit's name with its type; the driver reads the reports back as their types
+to make the stage's summary. ``LanguagePlan`` is how one language is cut: every
+stage from retrieval on records it in its summary, and the next stage reads it
+back from there.
 
 Everything here is plain data: picklable for the runner, comparable, and with
 no import above ``schemas/``.
@@ -14,7 +17,7 @@ no import above ``schemas/``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 
 
 def even_bounds(n: int, parts: int) -> list[tuple[int, int]]:
@@ -169,3 +172,63 @@ class FileTask:
     """One file of a tree, by its path relative to the tree (stats' counts of a download)."""
 
     path: str
+
+
+# The reports of the units. Each is what its unit did, in counts a summary adds up;
+# the runner adds what the unit cost (``unit_seconds``, ``unit_cpu_seconds``), which
+# the benchmarks' cost models read.
+
+
+REPORT_TYPE = "report_type"  # the key of a stored report that names its type
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report:
+    """What a unit did; stored as JSON with its type's name (``REPORT_TYPE``) so that it reads back as that type."""
+
+    unit_seconds: float = 0.0  # wall time of the unit, set by the runner
+    unit_cpu_seconds: float = 0.0  # CPU time of the unit's process, set by the runner
+
+    def to_dict(self) -> dict:
+        return {REPORT_TYPE: type(self).__name__, **asdict(self)}
+
+
+def read_typed_report(value: dict) -> Report:
+    """A report as ``Report.to_dict`` stored it, as its own type."""
+    kind = _REPORT_KINDS.get(value.get(REPORT_TYPE, ""))
+    if kind is None:
+        raise ValueError(f"not a unit report of a known kind: {sorted(value)[:8]}")
+    return kind(**{f.name: value[f.name] for f in fields(kind) if f.name in value})
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelReport(Report):
+    """A block of queries labelled: its queries and how many documents got each label ("1".."6")."""
+
+    lang: str
+    block: int
+    queries: int
+    labels: dict[str, int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairingReport(Report):
+    """A language's documents paired with each other language's: pairs by target language."""
+
+    lang: str
+    links: dict[str, int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CarryReport(Report):
+    """A block's labels carried into every other language: queries and labels by target, and the block's own cost apart."""
+
+    lang: str
+    block: int
+    label_rows: int
+    directions: dict[str, dict[str, int]]  # target -> {"queries": ..., "labels": ...}
+    group_cpu_seconds: float  # reading and grouping the block, once
+    carry_cpu_seconds: float  # carrying it into every target
+
+
+_REPORT_KINDS = {kind.__name__: kind for kind in (LabelReport, PairingReport, CarryReport)}

@@ -11,7 +11,7 @@ from clirmatrix.pipeline.corpus import WorkDirs
 from clirmatrix.pipeline.parquet_io import write_table
 from clirmatrix.pipeline.propagation import MAX_PACKED_SPAN, BlockCarrier, Labelled, propagate, propagate_block, read_doc_links, write_links_file
 from clirmatrix.schemas import LABELS, PROPAGATED
-from clirmatrix.schemas.contracts import LanguagePlan
+from clirmatrix.schemas.contracts import LanguagePlan, read_typed_report
 
 
 def _dense(x: np.ndarray, y: np.ndarray, n_src: int) -> np.ndarray:
@@ -92,9 +92,10 @@ def test_a_block_unit_writes_every_language_in_query_then_position_order(tmp_pat
     assert list(zip(*(rows["aa"].column(name).to_pylist() for name in PROPAGATED.names))) == [(4, 1, 5), (4, 10, 3), (4, 20, 6), (4, 30, 1), (6, 1, 2), (6, 5, 6)]
     assert rows["bb"].num_rows == 0
     assert list(zip(*(rows["cc"].column(name).to_pylist() for name in PROPAGATED.names))) == [(6, 0, 4), (7, 8, 6)]
-    assert report["directions"] == {"aa": {"queries": 2, "labels": 6}, "bb": {"queries": 0, "labels": 0}, "cc": {"queries": 2, "labels": 2}}
-    assert (report["lang"], report["block"], report["label_rows"]) == ("xx", 1, 8)
-    assert report["group_cpu_seconds"] >= 0 and report["carry_cpu_seconds"] >= 0
+    assert report.directions == {"aa": {"queries": 2, "labels": 6}, "bb": {"queries": 0, "labels": 0}, "cc": {"queries": 2, "labels": 2}}
+    assert (report.lang, report.block, report.label_rows) == ("xx", 1, 8)
+    assert report.group_cpu_seconds >= 0 and report.carry_cpu_seconds >= 0
+    assert read_typed_report(report.to_dict()) == report  # what the runner stores reads back as the same report
 
 
 def test_a_links_file_read_back_is_what_was_written(tmp_path):
