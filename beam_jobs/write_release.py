@@ -36,11 +36,14 @@ from clirmatrix.schemas.contracts import (
     BlockTask,
     DirectionTask,
     DocsTask,
+    EvalKeysReport,
     EvalKeysTask,
     EvalTask,
+    FilesReport,
     LanguagePlan,
     Multi8EvalTask,
     Multi8TargetTask,
+    Report,
     SplitsTask,
     Unit,
     language_plans,
@@ -112,7 +115,7 @@ class WriteRelease(Stage):
             fileio.remove_tree(fileio.join(self.out_root, folder))
         return release_units(self.plans(upstream), self.settings.multi_langs)
 
-    def run_unit(self, unit: Unit) -> dict:
+    def run_unit(self, unit: Unit) -> Report:
         """Route a unit to the library function that does it, by the type of its task."""
         work_root, out_root, settings = self.work_root, self.out_root, self.settings
         match unit.task:
@@ -127,7 +130,7 @@ class WriteRelease(Stage):
             case EvalKeysTask(langs, with_multi8):
                 picks = [self.work.eval_picks_file(lang) for lang in langs] + ([self.work.multi8_eval_file()] if with_multi8 else [])
                 keys = splits.write_eval_keys(work_root, picks)
-                return {"unit": "keys", "eval_keys": keys, **({"multi8": multi8.choose_queries(work_root, settings)} if with_multi8 else {})}
+                return EvalKeysReport(eval_keys=keys, multi8_queries=multi8.choose_queries(work_root, settings).queries if with_multi8 else None)
             case DirectionTask(src, tgt):
                 return release.write_direction(work_root, out_root, src, tgt, settings)
             case BlockTask(plan, block):
@@ -136,8 +139,8 @@ class WriteRelease(Stage):
                 return multi8.write_target(work_root, out_root, tgt, settings)
         raise TypeError(f"{self.name} has no step for {unit.task!r}")
 
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
-        files = sorted((f for report in reports.values() for f in report.get("files", ())), key=lambda f: f["path"])
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, Report]) -> dict:
+        files = sorted((f for report in reports.values() if isinstance(report, FilesReport) for f in report.files), key=lambda f: f["path"])
         release.write_index(self.out_root, files, self.settings.base_url)
         counts: dict[str, dict[str, int]] = {}
         for entry in files:

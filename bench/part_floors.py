@@ -192,7 +192,7 @@ def docs_part(work_root: str, out_root: str, lang: str) -> Part:
     report = write_docs(work_root, out_root, lang)
     texts = {path: _text_of(f"{out_root}/{path}") for path in (layout.docs_file(name, lang) for name in ("docs", "docs-full"))}
     floor_root = tempfile.mkdtemp(prefix="floor-docs-")
-    _same_bytes(compress_texts(texts, floor_root), report["files"])
+    _same_bytes(compress_texts(texts, floor_root), report.files)
     docs = texts[layout.docs_file("docs", lang)].count(b"\n")
     return Part("write: DOCS", lambda: write_docs(work_root, out_root, lang), lambda: compress_texts(texts, floor_root), docs, "document")
 
@@ -208,8 +208,8 @@ def write_part(work_root: str, lang: str) -> Part:
     out_root, floor_root, settings = tempfile.mkdtemp(prefix="ours-bi139-"), tempfile.mkdtemp(prefix="floor-bi139-"), ReleaseSettings()
     report = write_direction(work_root, out_root, src, tgt, settings)
     texts = direction_texts(out_root, src.lang, tgt.lang)
-    _same_bytes(compress_texts(texts, floor_root), report["files"])
-    pairs = sum(f["pairs"] for f in report["files"])
+    _same_bytes(compress_texts(texts, floor_root), report.files)
+    pairs = sum(f["pairs"] for f in report.files)
     return Part("write: BI-139", lambda: write_direction(work_root, out_root, src, tgt, settings), lambda: compress_texts(texts, floor_root), pairs, "pair")
 
 
@@ -235,7 +235,7 @@ def direction_costs(work_root: str, rounds: int) -> list[tuple[float, int, int]]
     for _ in range(rounds):
         for i, (src, tgt) in enumerate(pairs):
             seconds[i].append(_cpu(functools.partial(write_direction, work_root, out_root, src, tgt, settings)))
-    return [(statistics.median(cpu), *direction_amounts(report["files"])) for cpu, report in zip(seconds, reports)]
+    return [(statistics.median(cpu), *direction_amounts(report.files)) for cpu, report in zip(seconds, reports)]
 
 
 def label_costs(work_root: str, rounds: int) -> float:

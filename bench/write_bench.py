@@ -181,7 +181,7 @@ def compress_floor(work_root: str, src, tgt, settings=None, rounds: int = 1) -> 
     with tempfile.TemporaryDirectory(prefix="clirmatrix-floor-") as scratch:
         report = write_direction(work_root, str(Path(scratch) / "ours"), src, tgt, settings)
         texts = direction_texts(str(Path(scratch) / "ours"), src.lang, tgt.lang)
-        expected = {entry["path"]: entry["md5"] for entry in report["files"]}
+        expected = {entry["path"]: entry["md5"] for entry in report.files}
         times = []
         for _ in range(rounds):
             started = time.process_time()
@@ -192,9 +192,9 @@ def compress_floor(work_root: str, src, tgt, settings=None, rounds: int = 1) -> 
     return {"cpu_seconds": statistics.median(times), **direction_counts(report), "text_bytes": sum(map(len, texts.values()))}
 
 
-def direction_counts(report: dict) -> dict:
+def direction_counts(report) -> dict:
     """Lines, pairs (labelled in full, every candidate in base) and gzip bytes of a ``write_direction`` report."""
-    files = report["files"]
+    files = report.files
     return {"lines": sum(f["lines"] for f in files), "pairs": sum(f["pairs"] for f in files), "gz_bytes": sum(f["size"] for f in files)}
 
 
@@ -233,10 +233,10 @@ def worker(kind: str, work_root: str, plans: str, out_root: str, profile: bool, 
             profiler = cProfile.Profile(time.process_time)
             report = profiler.runcall(write_direction, work_root, out_root, src, tgt, settings)
             pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(25)
-            md5s, counts = {f["path"]: f["md5"] for f in report["files"]}, direction_counts(report)
+            md5s, counts = {f["path"]: f["md5"] for f in report.files}, direction_counts(report)
         else:
             report = write_direction(work_root, out_root, src, tgt, settings)
-            md5s, counts = {f["path"]: f["md5"] for f in report["files"]}, direction_counts(report)
+            md5s, counts = {f["path"]: f["md5"] for f in report.files}, direction_counts(report)
         cpu, wall = time.process_time() - started, time.perf_counter() - wall
         warm = True
         print(json.dumps({"cpu": cpu, "wall": wall, "md5s": md5s, **counts}), flush=True)

@@ -32,7 +32,7 @@ from clirmatrix.pipeline.release import QueryText, ReleaseSettings, Results, bas
 from clirmatrix.pipeline.splits import EVAL_INDICES, NOT_CHOSEN, TRAIN, assign, eval_sets, in_sorted, lowest, query_key, read_eval_keys, seeded_rng
 from clirmatrix.pipeline.writers import gzip_lines
 from clirmatrix.schemas import EVAL_PICKS, LABELS, MULTI8_QUERIES
-from clirmatrix.schemas.contracts import LanguagePlan
+from clirmatrix.schemas.contracts import FilesReport, LanguagePlan, ListsReport, Multi8EvalReport, Multi8QueriesReport
 
 
 def shared_entities(work: WorkDirs, langs: Sequence[str]) -> np.ndarray:
@@ -72,7 +72,7 @@ def _shared_keys(work: WorkDirs, settings: ReleaseSettings) -> tuple[np.ndarray,
     return shared, role, priority, identity
 
 
-def choose_eval(work_root: str, settings: ReleaseSettings) -> dict:
+def choose_eval(work_root: str, settings: ReleaseSettings) -> Multi8EvalReport:
     """One unit of the eval step: MULTI-8's dev, test1 and test2 entities (``release/_multi8/eval.parquet``)."""
     work = WorkDirs(work_root)
     shared, role, priority, identity = _shared_keys(work, settings)
@@ -83,10 +83,10 @@ def choose_eval(work_root: str, settings: ReleaseSettings) -> dict:
         schema=EVAL_PICKS,
     )
     write_table(work.multi8_eval_file(), table, EVAL_PICKS)
-    return {"unit": "multi8.eval", "entities": len(shared), "eval": {layout.SPLITS[i]: int((chosen == i).sum()) for i in EVAL_INDICES}}
+    return Multi8EvalReport(entities=len(shared), eval={layout.SPLITS[i]: int((chosen == i).sum()) for i in EVAL_INDICES})
 
 
-def choose_queries(work_root: str, settings: ReleaseSettings) -> dict:
+def choose_queries(work_root: str, settings: ReleaseSettings) -> Multi8QueriesReport:
     """One unit, once every eval key is known: the entities of each split in one seeded order, and their articles.
 
     Eval sets as ``choose_eval`` picked them; train the ``train_size`` lowest-priority of
@@ -115,7 +115,7 @@ def choose_queries(work_root: str, settings: ReleaseSettings) -> dict:
                 rows[name].append(value)
     table = pa.table([pa.array(rows[field.name], field.type) for field in MULTI8_QUERIES], schema=MULTI8_QUERIES)
     write_table(work.multi8_queries_file(), table.sort_by([("split", "ascending"), ("rank", "ascending"), ("lang", "ascending")]), MULTI8_QUERIES)
-    return {"unit": "multi8.queries", "entities": len(shared), "queries": per_split}
+    return Multi8QueriesReport(entities=len(shared), queries=per_split)
 
 
 def _chosen(work: WorkDirs, lang: str) -> pa.Table:
@@ -123,17 +123,17 @@ def _chosen(work: WorkDirs, lang: str) -> pa.Table:
     return queries.filter(pc.equal(queries.column("lang"), lang))
 
 
-def gather_lists(work_root: str, plan: LanguagePlan, block: int) -> dict:
+def gather_lists(work_root: str, plan: LanguagePlan, block: int) -> ListsReport:
     """One unit per block of a target language's queries: the labels of the chosen queries in it."""
     work = WorkDirs(work_root)
     positions = np.unique(_chosen(work, plan.lang).column("position").to_numpy())
     labels = read_table([work.labels_file(plan.lang, block)], LABELS)
     kept = labels.filter(pa.array(np.isin(labels.column("query").to_numpy(), positions)))
     write_table(work.multi8_lists_file(plan.lang, block), kept, LABELS)
-    return {"lang": plan.lang, "block": block, "rows": kept.num_rows}
+    return ListsReport(lang=plan.lang, block=block, rows=kept.num_rows)
 
 
-def write_target(work_root: str, out_root: str, tgt: LanguagePlan, settings: ReleaseSettings) -> dict:
+def write_target(work_root: str, out_root: str, tgt: LanguagePlan, settings: ReleaseSettings) -> FilesReport:
     """One unit per document language Y: ``MULTI-8/{X}/{X}.{Y}.{split}.jl.gz`` for the 7 other languages X."""
     work = WorkDirs(work_root)
     queries = read_table([work.multi8_queries_file()], MULTI8_QUERIES)
@@ -172,4 +172,4 @@ def write_target(work_root: str, out_root: str, tgt: LanguagePlan, settings: Rel
                 out.write_lines(render_lines(queries, results, every))
                 out.count(int(ge1.sum()), int(ge4.sum()), len(targets) * min(k, len(tgt_ids)))
             written.append(out.record)
-    return {"unit": f"multi8.{tgt.lang}", "files": describe_files(out_root, written)}
+    return FilesReport(files=describe_files(out_root, written))

@@ -46,7 +46,7 @@ from clirmatrix.pipeline.propagation import group_bounds
 from clirmatrix.pipeline.splits import NOT_CHOSEN, SplitSettings, direction_queries, direction_splits, read_eval_keys, seeded_rng
 from clirmatrix.pipeline.writers import GzipLines, Lines, SortedLines, WrittenFile, docs_text, gzip_lines
 from clirmatrix.schemas import EVAL_PICKS, PROPAGATED, QUERY_SPLITS
-from clirmatrix.schemas.contracts import LanguagePlan
+from clirmatrix.schemas.contracts import FilesReport, LanguagePlan
 
 
 @dataclass(frozen=True)
@@ -518,7 +518,7 @@ def judged(label: np.ndarray, groups: np.ndarray, limit: int | None = None) -> t
 # --- BI-139 ---------------------------------------------------------------------------------------
 
 
-def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: LanguagePlan, settings: ReleaseSettings) -> dict:
+def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: LanguagePlan, settings: ReleaseSettings) -> FilesReport:
     """One unit: BI-139 full and base files of X -> Y for every split, streamed block by block."""
     work = WorkDirs(work_root)
     splits = read_table([work.query_splits_file(src.lang)], QUERY_SPLITS, ["order", "key"])
@@ -571,7 +571,7 @@ def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: Langu
             full_sorted[split].drain(full_files[split])
             base_sorted[split].drain(base_files[split])
     files = [f.record for pair in zip(full_files, base_files) for f in pair]
-    return {"unit": f"bi139.{src.lang}.{tgt.lang}", "files": describe_files(out_root, files)}
+    return FilesReport(files=describe_files(out_root, files))
 
 
 def _add_lines(
@@ -594,14 +594,14 @@ def describe_files(out_root: str, records: Sequence[WrittenFile]) -> list[dict]:
 # --- DOCS and the index -----------------------------------------------------------------------------
 
 
-def write_docs(work_root: str, out_root: str, lang: str) -> dict:
+def write_docs(work_root: str, out_root: str, lang: str) -> FilesReport:
     """One unit: ``DOCS/{lang}.tsv.gz`` (truncated text) and ``DOCS-FULL/{lang}.tsv.gz``, in dump order."""
     work = WorkDirs(work_root)
     with gzip_lines(fileio.join(out_root, layout.docs_file("docs", lang))) as short, gzip_lines(fileio.join(out_root, layout.docs_file("docs-full", lang))) as full:
         for batch in iter_docs(work, lang, ["doc_id", "text", "text_full"]):
             short.write_text(docs_text(batch.column("doc_id"), batch.column("text")), batch.num_rows)
             full.write_text(docs_text(batch.column("doc_id"), batch.column("text_full")), batch.num_rows)
-    return {"unit": f"docs.{lang}", "files": describe_files(out_root, [short.record, full.record])}
+    return FilesReport(files=describe_files(out_root, [short.record, full.record]))
 
 
 def index_url_root(out_root: str, base_url: str) -> str:

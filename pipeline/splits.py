@@ -36,6 +36,7 @@ from clirmatrix.pipeline.layout import EVAL_SPLITS, SPLITS
 from clirmatrix.pipeline.parquet_io import ParquetSink, read_table, write_table
 from clirmatrix.pipeline.propagation import group_bounds
 from clirmatrix.schemas import EVAL_PICKS, PROPAGATED, QUERY_SPLITS
+from clirmatrix.schemas.contracts import EvalReport, SplitsReport
 
 TRAIN = SPLITS.index("train")
 EVAL_INDICES = tuple(SPLITS.index(split) for split in EVAL_SPLITS)
@@ -108,7 +109,7 @@ def lowest(priority: np.ndarray, candidates: np.ndarray, size: int) -> np.ndarra
     return np.sort(np.concatenate([candidates[below], candidates[ties]]))
 
 
-def write_query_splits(work_root: str, lang: str, settings: SplitSettings) -> dict:
+def write_query_splits(work_root: str, lang: str, settings: SplitSettings) -> SplitsReport:
     """One unit per language: the role, priority and key of each of its queries (``release/_splits/{lang}.parquet``)."""
     work = WorkDirs(work_root)
     counts = np.zeros(len(SPLITS), dtype=np.int64)
@@ -121,7 +122,7 @@ def write_query_splits(work_root: str, lang: str, settings: SplitSettings) -> di
             role, priority, identity = assign(keys, settings)
             counts += np.bincount(role, minlength=len(SPLITS))
             sink.add_rows(pa.table([pa.array(role), pa.array(priority), pa.array(identity)], schema=QUERY_SPLITS))
-    return {"lang": lang, "roles": {SPLITS[i]: int(counts[i]) for i in EVAL_INDICES}}
+    return SplitsReport(lang=lang, roles={SPLITS[i]: int(counts[i]) for i in EVAL_INDICES})
 
 
 def direction_queries(work: WorkDirs, src: str, tgt: str, blocks: int) -> np.ndarray:
@@ -133,7 +134,7 @@ def direction_queries(work: WorkDirs, src: str, tgt: str, blocks: int) -> np.nda
     return np.concatenate(parts) if parts else np.zeros(0, np.int32)
 
 
-def write_eval_picks(work_root: str, src: str, blocks: int, targets: Sequence[str], settings: SplitSettings) -> dict:
+def write_eval_picks(work_root: str, src: str, blocks: int, targets: Sequence[str], settings: SplitSettings) -> EvalReport:
     """One unit per query language X: the dev/test1/test2 queries of every direction X -> Y (``release/_eval/{X}.parquet``).
 
     Holds X's roles and priorities and one direction's queries at a time.
@@ -152,7 +153,7 @@ def write_eval_picks(work_root: str, src: str, blocks: int, targets: Sequence[st
         ))  # fmt: skip
         sizes[tgt] = {"queries": len(queries), "eval_each": int((chosen == EVAL_INDICES[0]).sum())}
     write_table(work.eval_picks_file(src), pa.concat_tables(parts) if parts else EVAL_PICKS.empty_table(), EVAL_PICKS)
-    return {"lang": src, "directions": sizes}
+    return EvalReport(lang=src, directions=sizes)
 
 
 def write_eval_keys(work_root: str, pick_files: Sequence[str]) -> int:

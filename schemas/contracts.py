@@ -231,4 +231,63 @@ class CarryReport(Report):
     carry_cpu_seconds: float  # carrying it into every target
 
 
-_REPORT_KINDS = {kind.__name__: kind for kind in (LabelReport, PairingReport, CarryReport)}
+@dataclass(frozen=True, kw_only=True)
+class SplitsReport(Report):
+    """A language's queries given their roles: how many may serve each eval set."""
+
+    lang: str
+    roles: dict[str, int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalReport(Report):
+    """The dev and test sets of every direction from one language: per target, its queries and each eval set's size."""
+
+    lang: str
+    directions: dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Multi8EvalReport(Report):
+    """MULTI-8's eval entities: entities every language has, and each eval set's size."""
+
+    entities: int
+    eval: dict[str, int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Multi8QueriesReport(Report):
+    """MULTI-8's queries of every split."""
+
+    entities: int
+    queries: dict[str, int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalKeysReport(Report):
+    """Every eval set's keys gathered (none may train), then MULTI-8's queries of every split when it is built."""
+
+    eval_keys: int
+    multi8_queries: dict[str, int] | None = None  # None: no MULTI-8 in this build
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListsReport(Report):
+    """A block of a MULTI-8 language's queries: the candidate lists kept."""
+
+    lang: str
+    block: int
+    rows: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class FilesReport(Report):
+    """Released files written: each one's path below OUT, md5, size, lines, and its label counts (``WrittenFile``)."""
+
+    files: list[dict]
+
+
+_REPORT_KINDS = {
+    kind.__name__: kind
+    for kind in (LabelReport, PairingReport, CarryReport, SplitsReport, EvalReport, Multi8EvalReport, Multi8QueriesReport, EvalKeysReport, ListsReport, FilesReport)
+}

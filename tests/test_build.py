@@ -253,7 +253,7 @@ def test_a_build_with_worker_processes_prints_progress_without_beams_start_up_li
     args = ["build", "--dumps", str(dumps), "--out", str(tmp_path / "out"), "--langs", "en,de", "--min-docs", "100"]
     assert main(args + ["--max-bad-fraction", "0.01", "--train-size", "20", "--workers", "2"]) == 0
     err = capfd.readouterr().err  # the worker processes write to the terminal's file descriptor, not to sys.stderr
-    assert "retrieve: done in" in err and "write: done in" in err
+    assert "retrieve: done in" in err and "write_release: done in" in err
     for beam_line in ("Logging handler created", "Pipeline_options", "sdk_worker", "apitools", "state cache"):
         assert beam_line not in err
 

@@ -126,7 +126,7 @@ def test_a_direction_writes_the_same_files_whether_its_runs_spill_or_not(tmp_pat
     held = write_direction(str(tmp_path / "work"), str(tmp_path / "held"), src, tgt, settings)
     monkeypatch.setattr(writers, "SORT_MEMORY", 0)
     spilled = write_direction(str(tmp_path / "work"), str(tmp_path / "spilled"), src, tgt, settings)
-    assert held["files"] == spilled["files"]
+    assert held.files == spilled.files
     train = gzip.decompress((tmp_path / "held" / layout.query_file("bi139-base", "xx", "yy", "train")).read_bytes()).splitlines()
     records = [json.loads(line) for line in train]
     assert len(records) == 150 and all(len(r["tgt_results"]) == 100 for r in records)
