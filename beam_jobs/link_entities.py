@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import asdict
 
 from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job
 from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.corpus import Folders
 from clirmatrix.pipeline.linking import write_links
-from clirmatrix.schemas.contracts import LanguageTask, Unit
+from clirmatrix.schemas.contracts import LanguageTask, LinkReport, Unit
 
 _TOTALS = ("docs", "linked_wikidata", "linked_dump", "unlinked", "disagreements", "page_props", "page_props_disagreements")
 
@@ -47,13 +48,13 @@ class LinkEntities(Stage):
         fileio.remove_tree(self.work.stage(Folders.catalog))
         return [Unit("link", lang, LanguageTask(lang)) for lang in langs]
 
-    def run_unit(self, unit: Unit) -> dict:
+    def run_unit(self, unit: Unit) -> LinkReport:
         """A language's links, with its page_props entities when the sitelinks stage read them."""
         lang = unit.task.lang
         return write_links(self.work_root, lang, self.work.page_props_dir(lang))
 
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
-        stats = {report["lang"]: report for report in reports.values()}
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, LinkReport]) -> dict:
+        stats = {report.lang: asdict(report) for report in reports.values()}
         totals = {key: sum(s[key] for s in stats.values()) for key in _TOTALS}
         return {"stage": self.name, "languages": dict(sorted(stats.items())), "totals": totals}
 

@@ -30,6 +30,7 @@ from clirmatrix.pipeline.dedup import first_rows
 from clirmatrix.pipeline.languages import normalize_title
 from clirmatrix.pipeline.parquet_io import ParquetSink, iter_row_range, read_table, row_counts
 from clirmatrix.schemas import CATALOG, ENTITY_DOCS, LINK_SOURCES
+from clirmatrix.schemas.contracts import LinkReport
 
 _WIKIDATA, _DUMP = 1, 2  # link source codes by position (0: unlinked); names in LINK_SOURCES
 PARTITION_ROWS = 500_000  # pages and sitelinks per partition: what a unit holds as strings at once
@@ -42,7 +43,7 @@ _LINK_KEYS = pa.schema(
 
 @dataclass
 class LinkStats:
-    """Counts of one language's linking, for the job summary."""
+    """Counts of one language's linking as they are made; the unit reports them as a ``LinkReport``."""
 
     lang: str
     docs: int = 0
@@ -56,9 +57,6 @@ class LinkStats:
     duplicate_titles: int = 0
     page_props: int = 0  # pages whose own entity came from the wiki's page_props (their record named none)
     page_props_disagreements: int = 0  # the record names another entity than page_props does (the record is kept)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def entity_numbers(entities: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -223,7 +221,7 @@ class PageEntities:
             yield batch
 
 
-def write_links(work_root: str, lang: str, page_props_dir: str | None = None) -> dict:
+def write_links(work_root: str, lang: str, page_props_dir: str | None = None) -> LinkReport:
     """One language's unit: link it, then write ``catalog/{lang}.parquet`` and ``entity_docs/{lang}.parquet``.
 
     ``page_props_dir`` holds the language's page_props entities when the build read them.
@@ -259,4 +257,4 @@ def write_links(work_root: str, lang: str, page_props_dir: str | None = None) ->
                     )
                 )
             position = stop
-    return stats.to_dict()
+    return LinkReport(**asdict(stats))

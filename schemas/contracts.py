@@ -202,6 +202,24 @@ def read_typed_report(value: dict) -> Report:
 
 
 @dataclass(frozen=True, kw_only=True)
+class LinkReport(Report):
+    """One language's documents matched to entities (docs/method.md section 3): how each was linked, or why not."""
+
+    lang: str
+    docs: int
+    sitelinks: int
+    linked_wikidata: int
+    linked_dump: int
+    unlinked: int
+    disagreements: int  # Wikidata linked the page to another entity than the dump names
+    sitelinks_without_doc: int  # e.g. sitelinks to redirects, or pages newer than the dump
+    dump_links_conflicting: int  # dump entity already has another page here; not used
+    duplicate_titles: int
+    page_props: int  # pages whose own entity came from the wiki's page_props (their record named none)
+    page_props_disagreements: int  # the record names another entity than page_props does (the record is kept)
+
+
+@dataclass(frozen=True, kw_only=True)
 class LabelReport(Report):
     """A block of queries labelled: its queries and how many documents got each label ("1".."6")."""
 
@@ -289,5 +307,5 @@ class FilesReport(Report):
 
 _REPORT_KINDS = {
     kind.__name__: kind
-    for kind in (LabelReport, PairingReport, CarryReport, SplitsReport, EvalReport, Multi8EvalReport, Multi8QueriesReport, EvalKeysReport, ListsReport, FilesReport)
+    for kind in (LinkReport, LabelReport, PairingReport, CarryReport, SplitsReport, EvalReport, Multi8EvalReport, Multi8QueriesReport, EvalKeysReport, ListsReport, FilesReport)
 }
