@@ -47,6 +47,7 @@ from clirmatrix.pipeline.progress import ProgressLog
 from clirmatrix.pipeline.truncate import DEFAULT_MAX_CHARS, DEFAULT_MAX_TOKENS, rule_for
 from clirmatrix.pipeline.truncate_arrow import truncate_array
 from clirmatrix.schemas import DOCS
+from clirmatrix.schemas.contracts import DocsLanguageReport
 
 LOG = logging.getLogger("clirmatrix")
 DUPLICATE_ID = "duplicate_id"
@@ -331,8 +332,7 @@ class FinalizeLanguage(common.StorageDoFn):
         docs = sum(row_counts(paths))
         duplicates = sum(unit["report"]["kept"] for unit in units) - docs
         dropped = docs < self.min_docs  # its files are removed by the driver, once: a retry finds them still here
-        summary = {"lang": lang, "docs": docs, "duplicates": duplicates, "dropped": dropped, "units": units}
-        common.write_report(self.out_dir, lang, summary)
+        common.write_report(self.out_dir, lang, DocsLanguageReport(lang=lang, docs=docs, duplicates=duplicates, dropped=dropped, units=units).to_dict())
         yield lang
 
 
@@ -393,12 +393,12 @@ class ExtractDocs(Stage):
         background_inflate = workers == 1 and (os.cpu_count() or 1) > 1 and not common.names_runner(beam_args)
         return ReadDumpFiles(self.stage_dir, self.settings, background_inflate, beam_args)
 
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, DocsLanguageReport]) -> dict:
         """Raises ``TooManyBadRecords`` past the limit; removes the dropped languages' files."""
-        summaries = sorted(reports.values(), key=lambda summary: summary["lang"])
-        by_lang = {s["lang"]: [FileReport.from_dict(unit["report"]) for unit in s["units"]] for s in summaries}
+        summaries = sorted(reports.values(), key=lambda summary: summary.lang)
+        by_lang = {s.lang: [FileReport.from_dict(unit["report"]) for unit in s.units] for s in summaries}
         check_bad_fraction(by_lang, self.settings.max_bad_fraction)
-        bz2_ranges.check_range_reports((unit["report"]["file"], unit["part"]) for s in summaries for unit in s["units"] if unit.get("part"))
+        bz2_ranges.check_range_reports((unit["report"]["file"], unit["part"]) for s in summaries for unit in s.units if unit.get("part"))
         summary = _summarise(summaries, self.settings, self.name)
         for lang, entry in summary["dropped"].items():
             fileio.remove_tree(fileio.join(self.stage_dir, lang))
@@ -406,26 +406,26 @@ class ExtractDocs(Stage):
         return summary
 
 
-def _summarise(summaries: list[dict], settings: DocsSettings, stage: str) -> dict:
+def _summarise(summaries: list[DocsLanguageReport], settings: DocsSettings, stage: str) -> dict:
     languages, dropped = {}, {}
     for s in summaries:
         filtered, rejected = Counter(), Counter()
-        for unit in s["units"]:
+        for unit in s.units:
             filtered.update(unit["report"]["filtered"])
             rejected.update(unit["report"]["rejected"])
-        if s["duplicates"]:
-            filtered[DUPLICATE_ID] += s["duplicates"]
+        if s.duplicates:
+            filtered[DUPLICATE_ID] += s.duplicates
         entry = {
-            "docs": s["docs"],
-            "records": sum(unit["report"]["records"] for unit in s["units"]),
+            "docs": s.docs,
+            "records": sum(unit["report"]["records"] for unit in s.units),
             "filtered": dict(sorted(filtered.items())),
             "rejected": dict(sorted(rejected.items())),
-            "files": [fileio.basename(unit["report"]["file"]) for unit in s["units"]],
+            "files": [fileio.basename(unit["report"]["file"]) for unit in s.units],
         }
-        if s["dropped"]:
-            dropped[s["lang"]] = entry
+        if s.dropped:
+            dropped[s.lang] = entry
         else:
-            languages[s["lang"]] = entry
+            languages[s.lang] = entry
     return {"stage": stage, "settings": asdict(settings), "languages": languages, "dropped": dropped}
 
 

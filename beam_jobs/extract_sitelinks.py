@@ -36,6 +36,7 @@ from clirmatrix.pipeline.formats.wikidata import Framing, Sitelink, SitelinkFilt
 from clirmatrix.pipeline.parquet_io import ParquetSink
 from clirmatrix.pipeline.progress import ProgressLog
 from clirmatrix.schemas import PAGE_ENTITIES, SITELINKS
+from clirmatrix.schemas.contracts import LinksFileReport
 
 LOG = logging.getLogger("clirmatrix")
 
@@ -82,11 +83,8 @@ class ExtractLinksFile(common.StorageDoFn):
             else:
                 counts = self._sitelinks(unit, stream, report, progress, part)
             seconds = progress.finish()
-        common.write_report(
-            self.out_dir,
-            unit.name,
-            {"rank": unit.rank, "kind": unit.kind, "lang": unit.lang, "seconds": round(seconds, 3), "links": counts, "part": part or None, "report": report.to_dict()},
-        )
+        done = LinksFileReport(rank=unit.rank, kind=unit.kind, lang=unit.lang, seconds=round(seconds, 3), links=counts, part=part or None, report=report.to_dict())
+        common.write_report(self.out_dir, unit.name, done.to_dict())
         yield unit.name
 
     def _sitelinks(self, unit: LinkUnit, stream: IO[bytes], report: FileReport, progress: ProgressLog, part: dict) -> dict[str, int]:
@@ -134,9 +132,9 @@ def _by_file(reports: Sequence[FileReport]) -> dict[str, list[FileReport]]:
     return groups
 
 
-def check_ranges(units_done: Sequence[dict]) -> None:
+def check_ranges(units_done: Sequence[LinksFileReport]) -> None:
     """Across the ranges of each bz2 JSON dump: the combined CRC of streams crossing a cut, and the array opened and closed."""
-    by_file = bz2_ranges.check_range_reports((unit["report"]["file"], unit["part"]) for unit in units_done if unit.get("part"))
+    by_file = bz2_ranges.check_range_reports((unit.report["file"], unit.part) for unit in units_done if unit.part)
     for path, parts in sorted(by_file.items()):
         if parts[0]["framing"]["opens"] and not parts[-1]["framing"]["closes"]:
             raise DamagedInputError(f"{path}: the entity array opened on line 1 is never closed with ']': the file was cut short; download it again")
@@ -207,20 +205,20 @@ class ExtractSitelinks(Stage):
     def transform(self, beam_args: Sequence[str] = (), workers: int = 1) -> beam.PTransform:
         return ReadLinkFiles(self.stage_dir, self.selected(self.upstream()), self.prefilter, beam_args)
 
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, LinksFileReport]) -> dict:
         """Raises ``TooManyBadRecords`` past the limit, and ``DamagedInputError`` for a JSON dump cut short."""
         sources, max_bad_fraction = self.sources, self.max_bad_fraction
-        units_done = sorted(reports.values(), key=lambda unit: unit["rank"])
-        wide = [FileReport.from_dict(unit["report"]) for unit in units_done if unit["kind"] != PAGE_PROPS]
-        props = [FileReport.from_dict(unit["report"]) for unit in units_done if unit["kind"] == PAGE_PROPS]
+        units_done = sorted(reports.values(), key=lambda unit: unit.rank)
+        wide = [FileReport.from_dict(unit.report) for unit in units_done if unit.kind != PAGE_PROPS]
+        props = [FileReport.from_dict(unit.report) for unit in units_done if unit.kind == PAGE_PROPS]
         # A Wikidata record is an entity line (JSON) or a row (wb_items_per_site); a page_props record a row.
         check_bad_fraction(_by_file(wide), max_bad_fraction, unit="entity lines" if sources.sitelinks_kind == WIKIDATA_JSON else "rows")
         check_bad_fraction(_by_file(props), max_bad_fraction, unit="rows")
         check_ranges(units_done)
         totals = Counter()
         for unit in units_done:
-            if unit["kind"] != PAGE_PROPS:
-                totals.update(unit["links"])
+            if unit.kind != PAGE_PROPS:
+                totals.update(unit.links)
         return {
             "stage": self.name,
             "links": sources.mode,
@@ -229,7 +227,7 @@ class ExtractSitelinks(Stage):
             "entities_read": sum(r.records for r in wide),
             "entities_with_sitelinks": sum(r.kept for r in wide),
             "rejected": dict(sorted(sum((r.rejected for r in wide + props), Counter()).items())),
-            "page_props": {unit["lang"]: unit["links"][unit["lang"]] for unit in units_done if unit["kind"] == PAGE_PROPS},
+            "page_props": {unit.lang: unit.links[unit.lang] for unit in units_done if unit.kind == PAGE_PROPS},
             "files": sorted({fileio.basename(r.file) for r in wide + props}),
             "max_bad_fraction": max_bad_fraction,
         }

@@ -186,8 +186,8 @@ REPORT_TYPE = "report_type"  # the key of a stored report that names its type
 class Report:
     """What a unit did; stored as JSON with its type's name (``REPORT_TYPE``) so that it reads back as that type."""
 
-    unit_seconds: float = 0.0  # wall time of the unit, set by the runner
-    unit_cpu_seconds: float = 0.0  # CPU time of the unit's process, set by the runner
+    unit_seconds: float | None = None  # wall time of the unit, set by the runner of a stage's steps (None: not timed)
+    unit_cpu_seconds: float | None = None  # CPU time of the unit's process, likewise
 
     def to_dict(self) -> dict:
         return {REPORT_TYPE: type(self).__name__, **asdict(self)}
@@ -199,6 +199,30 @@ def read_typed_report(value: dict) -> Report:
     if kind is None:
         raise ValueError(f"not a unit report of a known kind: {sorted(value)[:8]}")
     return kind(**{f.name: value[f.name] for f in fields(kind) if f.name in value})
+
+
+@dataclass(frozen=True, kw_only=True)
+class DocsLanguageReport(Report):
+    """One language's documents extracted: kept after repeated ids are dropped, and each of its units' own report."""
+
+    lang: str
+    docs: int
+    duplicates: int
+    dropped: bool  # fewer than --min-docs: its files go
+    units: list[dict]  # each unit: rank, output, part, seconds and its bad-input ``FileReport`` as a dict
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinksFileReport(Report):
+    """One links input (a Wikidata-wide file or range, or a wiki's page_props): links by language and its bad-input report."""
+
+    rank: int
+    kind: str  # the input's kind: wikidata-json, items-per-site or page-props
+    lang: str  # page_props: the wiki's language
+    seconds: float
+    links: dict[str, int]
+    part: dict | None  # a range of a bz2 file: its index, CRC pieces and framing
+    report: dict  # its ``FileReport`` as a dict
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -307,5 +331,8 @@ class FilesReport(Report):
 
 _REPORT_KINDS = {
     kind.__name__: kind
-    for kind in (LinkReport, LabelReport, PairingReport, CarryReport, SplitsReport, EvalReport, Multi8EvalReport, Multi8QueriesReport, EvalKeysReport, ListsReport, FilesReport)
-}
+    for kind in (
+        DocsLanguageReport, LinksFileReport, LinkReport, LabelReport, PairingReport, CarryReport,
+        SplitsReport, EvalReport, Multi8EvalReport, Multi8QueriesReport, EvalKeysReport, ListsReport, FilesReport,
+    )
+}  # fmt: skip
