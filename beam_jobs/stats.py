@@ -25,15 +25,15 @@ from clirmatrix.pipeline import fileio, layout
 from clirmatrix.pipeline.corpus import Folders, WorkDirs
 from clirmatrix.pipeline.jsonl import walk_release
 from clirmatrix.pipeline.stats import DirectionStats, direction_stats, stats_files
-from clirmatrix.schemas.contracts import FileTask, Unit
+from clirmatrix.schemas.contracts import CountReport, FileTask, Unit, read_typed_report
 
 COUNT = "count"
 
 
-def count_file(out_root: str, unit: Unit) -> dict:
+def count_file(out_root: str, unit: Unit) -> CountReport:
     """One released query file -> its direction statistics, as a report."""
     relative = unit.task.path
-    return {"path": relative, "stats": asdict(direction_stats(fileio.join(out_root, relative)))}
+    return CountReport(path=relative, stats=asdict(direction_stats(fileio.join(out_root, relative))))
 
 
 class CountFiles(beam.PTransform):
@@ -54,7 +54,8 @@ def count_tree(out_root: str, report_dir: str, beam_args: Sequence[str] = (), wo
     files = [path for path, released in walk_release(out_root) if released is not None and released.dataset in layout.QUERY_SETS]
     units = [Unit(COUNT, path.replace("/", "__"), FileTask(path)) for path in files]
     common.run_stage("CountFiles", units, CountFiles(out_root, report_dir), beam_args, workers)
-    return [DirectionStats(**report["stats"]) for report in sorted(common.read_reports(report_dir), key=lambda r: r["path"])]
+    reports = [read_typed_report(report) for report in common.read_reports(report_dir)]
+    return [DirectionStats(**report.stats) for report in sorted(reports, key=lambda r: r.path)]
 
 
 def counted_while_writing(work_root: str) -> list[DirectionStats]:

@@ -323,6 +323,14 @@ class ListsReport(Report):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CountReport(Report):
+    """One released query file counted (a download's statistics): its path and its direction's counts."""
+
+    path: str
+    stats: dict[str, object]  # ``pipeline.stats.DirectionStats`` as a dict
+
+
+@dataclass(frozen=True, kw_only=True)
 class FilesReport(Report):
     """Released files written: each one's path below OUT, md5, size, lines, and its label counts (``WrittenFile``)."""
 
@@ -333,6 +341,6 @@ _REPORT_KINDS = {
     kind.__name__: kind
     for kind in (
         DocsLanguageReport, LinksFileReport, LinkReport, LabelReport, PairingReport, CarryReport,
-        SplitsReport, EvalReport, Multi8EvalReport, Multi8QueriesReport, EvalKeysReport, ListsReport, FilesReport,
+        SplitsReport, EvalReport, Multi8EvalReport, Multi8QueriesReport, EvalKeysReport, ListsReport, FilesReport, CountReport,
     )
 }  # fmt: skip
