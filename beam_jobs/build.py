@@ -35,14 +35,15 @@ from clirmatrix.beam_jobs.retrieve import Retrieve, retrieval_settings
 from clirmatrix.beam_jobs.stages import StageLog, config_parser, doc_summary
 from clirmatrix.beam_jobs.stats import counted_while_writing, run_stats
 from clirmatrix.beam_jobs.write_release import WriteRelease, release_settings
-from clirmatrix.pipeline import fileio, layout
 from clirmatrix.pipeline.config import BuildConfig, as_dict, resolve
-from clirmatrix.pipeline.corpus import WorkDirs
-from clirmatrix.pipeline.dumps import NoDumpsError, find_dumps
-from clirmatrix.pipeline.fingerprint import fingerprint
-from clirmatrix.pipeline.localio import check_folder_path, md5_of
-from clirmatrix.pipeline.report import write_report
-from clirmatrix.pipeline.retrieval import check_engine
+from clirmatrix.pipeline.io import fileio
+from clirmatrix.pipeline.io.fingerprint import fingerprint
+from clirmatrix.pipeline.io.localio import check_folder_path, md5_of
+from clirmatrix.pipeline.method.corpus import WorkDirs
+from clirmatrix.pipeline.method.dumps import NoDumpsError, find_dumps
+from clirmatrix.pipeline.method.retrieval import check_engine
+from clirmatrix.pipeline.output import layout
+from clirmatrix.pipeline.tools.report import write_report
 
 LOG = logging.getLogger("clirmatrix")
 STAGES = (ExtractDocs.name, ExtractSitelinks.name, LinkEntities.name, Retrieve.name, Label.name, Propagate.name, WriteRelease.name, "stats")

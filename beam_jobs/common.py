@@ -28,7 +28,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 # The stage-folder conventions live in the library; the jobs reach them through here.
 from clirmatrix.beam_jobs.runners import LOCAL_RUNNER
-from clirmatrix.pipeline.reports import finish_stage, is_complete, read_named_reports, read_reports, require_complete, start_stage, write_report
+from clirmatrix.pipeline.io.reports import finish_stage, is_complete, read_named_reports, read_reports, require_complete, start_stage, write_report
 from clirmatrix.schemas.contracts import Report, Unit
 
 __all__ = [

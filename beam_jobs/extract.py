@@ -22,10 +22,10 @@ from clirmatrix.beam_jobs.extract_docs import ExtractDocs, docs_settings
 from clirmatrix.beam_jobs.extract_sitelinks import ExtractSitelinks
 from clirmatrix.beam_jobs.link_entities import LinkEntities
 from clirmatrix.beam_jobs.stages import config_parser, doc_summary, parse_config
-from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.config import BuildConfig
-from clirmatrix.pipeline.dumps import NoDumpsError, find_dumps
-from clirmatrix.pipeline.localio import check_folder_path
+from clirmatrix.pipeline.io import fileio
+from clirmatrix.pipeline.io.localio import check_folder_path
+from clirmatrix.pipeline.method.dumps import NoDumpsError, find_dumps
 
 FLAGS = ("dumps", "langs", "skip_missing", "source", "links", "split_mb", "min_docs", "max_bad_fraction", "workers")
 

@@ -32,20 +32,20 @@ from apache_beam.metrics import Metrics
 
 from clirmatrix.beam_jobs import common
 from clirmatrix.beam_jobs.stages import Stage, doc_summary, run_job
-from clirmatrix.pipeline import bz2_ranges, fileio, gzip_parts, gzip_ranges
-from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, DamagedInputError, FileReport, check_bad_fraction
-from clirmatrix.pipeline.bz2_ranges import BlockRange
 from clirmatrix.pipeline.config import DEFAULT_MIN_DOCS, DEFAULT_SPLIT_BYTES, BuildConfig
-from clirmatrix.pipeline.corpus import Folders
-from clirmatrix.pipeline.dedup import drop_duplicate_ids
-from clirmatrix.pipeline.dumps import CIRRUS, HTML, XML, DumpFile, find_dumps
 from clirmatrix.pipeline.formats import cirrus, enterprise_html, mediawiki_xml
-from clirmatrix.pipeline.gzip_ranges import GzipUnit
-from clirmatrix.pipeline.languages import is_unspaced
-from clirmatrix.pipeline.parquet_io import ParquetSink, row_counts
-from clirmatrix.pipeline.progress import ProgressLog
-from clirmatrix.pipeline.truncate import DEFAULT_MAX_CHARS, DEFAULT_MAX_TOKENS, rule_for
-from clirmatrix.pipeline.truncate_arrow import truncate_array
+from clirmatrix.pipeline.io import bz2_ranges, fileio, gzip_parts, gzip_ranges
+from clirmatrix.pipeline.io.badinput import DEFAULT_MAX_BAD_FRACTION, DamagedInputError, FileReport, check_bad_fraction
+from clirmatrix.pipeline.io.bz2_ranges import BlockRange
+from clirmatrix.pipeline.io.gzip_ranges import GzipUnit
+from clirmatrix.pipeline.io.parquet_io import ParquetSink, row_counts
+from clirmatrix.pipeline.io.progress import ProgressLog
+from clirmatrix.pipeline.method.corpus import Folders
+from clirmatrix.pipeline.method.dedup import drop_duplicate_ids
+from clirmatrix.pipeline.method.dumps import CIRRUS, HTML, XML, DumpFile, find_dumps
+from clirmatrix.pipeline.method.languages import is_unspaced
+from clirmatrix.pipeline.method.truncate import DEFAULT_MAX_CHARS, DEFAULT_MAX_TOKENS, rule_for
+from clirmatrix.pipeline.method.truncate_arrow import truncate_array
 from clirmatrix.schemas import DOCS
 from clirmatrix.schemas.contracts import DocsLanguageReport
 

@@ -25,16 +25,16 @@ import apache_beam as beam
 
 from clirmatrix.beam_jobs import common
 from clirmatrix.beam_jobs.stages import Stage, doc_summary, run_job
-from clirmatrix.pipeline import bz2_ranges, fileio
-from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION, DamagedInputError, FileReport, check_bad_fraction
-from clirmatrix.pipeline.bz2_ranges import BlockRange
 from clirmatrix.pipeline.config import DEFAULT_SPLIT_BYTES, BuildConfig
-from clirmatrix.pipeline.corpus import PAGE_PROPS_FOLDER, Folders
-from clirmatrix.pipeline.dumps import ITEMS_PER_SITE, PAGE_PROPS, WIKIDATA_JSON, LinkInputs, find_dumps
 from clirmatrix.pipeline.formats.mediawiki_sql import read_items_per_site, read_page_props
 from clirmatrix.pipeline.formats.wikidata import Framing, Sitelink, SitelinkFilter, read_sitelinks
-from clirmatrix.pipeline.parquet_io import ParquetSink
-from clirmatrix.pipeline.progress import ProgressLog
+from clirmatrix.pipeline.io import bz2_ranges, fileio
+from clirmatrix.pipeline.io.badinput import DEFAULT_MAX_BAD_FRACTION, DamagedInputError, FileReport, check_bad_fraction
+from clirmatrix.pipeline.io.bz2_ranges import BlockRange
+from clirmatrix.pipeline.io.parquet_io import ParquetSink
+from clirmatrix.pipeline.io.progress import ProgressLog
+from clirmatrix.pipeline.method.corpus import PAGE_PROPS_FOLDER, Folders
+from clirmatrix.pipeline.method.dumps import ITEMS_PER_SITE, PAGE_PROPS, WIKIDATA_JSON, LinkInputs, find_dumps
 from clirmatrix.schemas import PAGE_ENTITIES, SITELINKS
 from clirmatrix.schemas.contracts import LinksFileReport
 

@@ -1,6 +1,6 @@
 """``retrieval`` -> ``labels`` Parquet: Jenks labels per query, label 6 for its own article (docs/method.md section 5).
 
-One unit of work per block of a language's queries (``clirmatrix.pipeline.labels``):
+One unit of work per block of a language's queries (``clirmatrix.pipeline.method.labels``):
 read that block's hits, label each query, write ``labels/{lang}/{block}.parquet``.
 A query with no hits (a title that analyses to no tokens) still gets its own
 article, label 6.
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job
 from clirmatrix.pipeline.config import BuildConfig
-from clirmatrix.pipeline.corpus import Folders
-from clirmatrix.pipeline.labels import label_block
+from clirmatrix.pipeline.method.corpus import Folders
+from clirmatrix.pipeline.method.labels import label_block
 from clirmatrix.schemas.contracts import BlockTask, LabelReport, Unit, language_plans
 
 

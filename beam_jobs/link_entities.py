@@ -2,7 +2,7 @@
 
 One unit of work per language (docs/method.md section 3): stream that language's
 titles and dump entities and its sitelinks, match them by normalised title
-(``clirmatrix.pipeline.linking``), and write ``entity_docs/{lang}.parquet`` (the
+(``clirmatrix.pipeline.method.linking``), and write ``entity_docs/{lang}.parquet`` (the
 links, in position order) and ``catalog/{lang}.parquet`` (page id, entity and title
 of every document by position, which every later stage reads by ranges).
 
@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from dataclasses import asdict
 
 from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job
-from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.config import BuildConfig
-from clirmatrix.pipeline.corpus import Folders
-from clirmatrix.pipeline.linking import write_links
+from clirmatrix.pipeline.io import fileio
+from clirmatrix.pipeline.method.corpus import Folders
+from clirmatrix.pipeline.method.linking import write_links
 from clirmatrix.schemas.contracts import LanguageTask, LinkReport, Unit
 
 _TOTALS = ("docs", "linked_wikidata", "linked_dump", "unlinked", "disagreements", "page_props", "page_props_disagreements")

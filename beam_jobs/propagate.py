@@ -1,6 +1,6 @@
 """``labels`` + ``catalog`` -> ``propagated`` Parquet: labels carried into every other language (docs/method.md section 6).
 
-Two steps of ``clirmatrix.pipeline.propagation``: one unit per query language X
+Two steps of ``clirmatrix.pipeline.method.propagation``: one unit per query language X
 pairs X's documents with the same entity's article in every other language Y
 (``propagated/_links/{X}/{Y}.parquet``); then one unit per block of X's queries
 carries that block's labels into every Y (``propagated/{X}/{Y}/{block}.parquet``).
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job
 from clirmatrix.pipeline.config import BuildConfig
-from clirmatrix.pipeline.corpus import Folders
-from clirmatrix.pipeline.propagation import propagate_block, write_doc_links
+from clirmatrix.pipeline.method.corpus import Folders
+from clirmatrix.pipeline.method.propagation import propagate_block, write_doc_links
 from clirmatrix.schemas.contracts import CarryReport, CarryTask, LanguagePlan, PairingReport, PairingTask, Unit, language_plans
 
 

@@ -1,6 +1,6 @@
 """``docs`` + ``catalog`` -> ``retrieval`` Parquet: every article title searched in its own language (docs/method.md section 4).
 
-The units and what they do are ``clirmatrix.pipeline.retrieval``'s: languages
+The units and what they do are ``clirmatrix.pipeline.method.retrieval``'s: languages
 larger than ``--shard-docs`` are counted, summed, searched and merged shard by
 shard, exactly as one index would rank them; the others are searched whole.
 Output: ``retrieval/{lang}/{block}.parquet``, one file per block of queries.
@@ -18,11 +18,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job, sum_reports
-from clirmatrix.pipeline import fileio, retrieval
 from clirmatrix.pipeline.config import BuildConfig
-from clirmatrix.pipeline.corpus import Folders
 from clirmatrix.pipeline.engines.base import Bm25Settings
-from clirmatrix.pipeline.retrieval import RetrievalSettings
+from clirmatrix.pipeline.io import fileio
+from clirmatrix.pipeline.method import retrieval
+from clirmatrix.pipeline.method.corpus import Folders
+from clirmatrix.pipeline.method.retrieval import RetrievalSettings
 from clirmatrix.schemas.contracts import LanguagePlan, Unit
 
 

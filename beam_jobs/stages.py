@@ -31,9 +31,9 @@ from typing import ClassVar
 import apache_beam as beam
 
 from clirmatrix.beam_jobs import common, runners
-from clirmatrix.pipeline import fileio
 from clirmatrix.pipeline.config import BuildConfig, flag_name, resolve
-from clirmatrix.pipeline.corpus import WorkDirs
+from clirmatrix.pipeline.io import fileio
+from clirmatrix.pipeline.method.corpus import WorkDirs
 from clirmatrix.schemas.contracts import REPORT_TYPE, Report, Unit, read_typed_report
 
 LOG = logging.getLogger("clirmatrix")

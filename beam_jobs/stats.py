@@ -21,10 +21,11 @@ from dataclasses import asdict
 import apache_beam as beam
 
 from clirmatrix.beam_jobs import common
-from clirmatrix.pipeline import fileio, layout
-from clirmatrix.pipeline.corpus import Folders, WorkDirs
-from clirmatrix.pipeline.jsonl import walk_release
-from clirmatrix.pipeline.stats import DirectionStats, direction_stats, stats_files
+from clirmatrix.pipeline.io import fileio
+from clirmatrix.pipeline.method.corpus import Folders, WorkDirs
+from clirmatrix.pipeline.output import layout
+from clirmatrix.pipeline.output.jsonl import walk_release
+from clirmatrix.pipeline.output.stats import DirectionStats, direction_stats, stats_files
 from clirmatrix.schemas.contracts import CountReport, FileTask, Unit, read_typed_report
 
 COUNT = "count"

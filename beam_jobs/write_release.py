@@ -1,6 +1,6 @@
 """``propagated`` + ``labels`` + ``catalog`` + ``docs`` -> the released files (docs/method.md sections 7-9).
 
-Five steps, one pipeline (``clirmatrix.pipeline.splits``, ``.release`` and ``.multi8`` do the work):
+Five steps, one pipeline (``clirmatrix.pipeline.method.splits``, ``.release`` and ``.multi8`` do the work):
 
 1. plan: each language's query roles, priorities and keys; each language's ``DOCS``
    and ``DOCS-FULL`` files;
@@ -27,11 +27,13 @@ import logging
 from collections.abc import Sequence
 
 from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job
-from clirmatrix.pipeline import fileio, layout, multi8, release, splits
 from clirmatrix.pipeline.config import BuildConfig
-from clirmatrix.pipeline.corpus import Folders
-from clirmatrix.pipeline.release import ReleaseSettings
-from clirmatrix.pipeline.splits import SplitSettings
+from clirmatrix.pipeline.io import fileio
+from clirmatrix.pipeline.method import splits
+from clirmatrix.pipeline.method.corpus import Folders
+from clirmatrix.pipeline.method.splits import SplitSettings
+from clirmatrix.pipeline.output import layout, multi8, release
+from clirmatrix.pipeline.output.release import ReleaseSettings
 from clirmatrix.schemas.contracts import (
     BlockTask,
     DirectionTask,

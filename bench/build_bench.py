@@ -33,8 +33,8 @@ from pathlib import Path
 
 from clirmatrix.beam_jobs.build import STAGES, run_build
 from clirmatrix.pipeline.config import BuildConfig
-from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
-from clirmatrix.pipeline.sample import write_sample_dumps
+from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
+from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
 _ONE_BUILD = """
 import json, resource, sys, time

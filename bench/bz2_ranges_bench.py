@@ -1,4 +1,4 @@
-"""Block-range reading of .bz2 dumps (pipeline/bz2_ranges.py) against plain ``bz2.BZ2File``.
+"""Block-range reading of .bz2 dumps (pipeline/io/bz2_ranges.py) against plain ``bz2.BZ2File``.
 
 Writes two generated single-stream files at compresslevel 9 (as Wikimedia's are):
 Wikidata-like JSON entity lines of ~10 kB (labels, claims with statement ids, sitelinks)
@@ -30,7 +30,7 @@ import statistics
 import time
 from pathlib import Path
 
-from clirmatrix.pipeline.bz2_ranges import iter_blocks, iter_line_records, iter_page_records, plan_ranges
+from clirmatrix.pipeline.io.bz2_ranges import iter_blocks, iter_line_records, iter_page_records, plan_ranges
 
 LANGS = ["en", "de", "fr", "es", "it", "ja", "zh", "ru", "pt", "nl", "sv", "pl", "ar", "fa", "ko"]
 

@@ -44,7 +44,7 @@ import orjson
 from isal import igzip, igzip_threaded
 
 from clirmatrix.pipeline.config import comma_list
-from clirmatrix.pipeline.dumps import WIKIDATA_JSON, LinkInputs
+from clirmatrix.pipeline.method.dumps import WIKIDATA_JSON, LinkInputs
 
 
 def _sentences(seed: int) -> list[str]:
@@ -155,7 +155,7 @@ def main() -> None:
 
     from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
     from clirmatrix.beam_jobs.extract_sitelinks import ExtractSitelinks
-    from clirmatrix.pipeline.dumps import discover
+    from clirmatrix.pipeline.method.dumps import discover
 
     out = Path(args.out)
     corpus = out / "dumps" / f"{args.docs}x{args.parts}.json"

@@ -44,12 +44,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clirmatrix.beam_jobs import extract_docs
-from clirmatrix.pipeline import bz2_ranges, fileio, gzip_parts
-from clirmatrix.pipeline.badinput import DamagedInputError, FileReport, TooManyBadRecords, check_bad_fraction
-from clirmatrix.pipeline.dumps import CIRRUS, HTML, XML, DumpFile
 from clirmatrix.pipeline.errors import InputError
 from clirmatrix.pipeline.formats.wikidata import SitelinkFilter, read_sitelinks
-from clirmatrix.pipeline.sample import write_sample_dumps
+from clirmatrix.pipeline.io import bz2_ranges, fileio, gzip_parts
+from clirmatrix.pipeline.io.badinput import DamagedInputError, FileReport, TooManyBadRecords, check_bad_fraction
+from clirmatrix.pipeline.method.dumps import CIRRUS, HTML, XML, DumpFile
+from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
 MUTATIONS = ("truncate", "flip", "delete", "duplicate", "garble")
 MAX_BAD_FRACTION = 0.05

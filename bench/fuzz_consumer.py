@@ -44,10 +44,10 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from clirmatrix.pipeline import layout
-from clirmatrix.pipeline.download import prepare_download, run_download
 from clirmatrix.pipeline.errors import InputError
-from clirmatrix.pipeline.jsonl import walk_release
+from clirmatrix.pipeline.output import layout
+from clirmatrix.pipeline.output.jsonl import walk_release
+from clirmatrix.pipeline.tools.download import prepare_download, run_download
 
 SERVED = ("cut", "drop", "flip", "html", "error-body", "garble")
 TREE = ("cut", "flip", "delete-line", "duplicate-line", "garble", "html", "remove-file", "stray-file", "index-cut", "index-flip")
@@ -228,7 +228,7 @@ def damage_tree(tree: Path, path: str, damage: str, rng: random.Random) -> str:
 
 
 def validate_case(tree: Path, damaged: str, damage: str) -> Case:
-    from clirmatrix.pipeline.validate import MISSING_FILE, validate
+    from clirmatrix.pipeline.tools.validate import MISSING_FILE, validate
 
     def case(verdict: str, detail: str) -> Case:
         return Case("validate", damage, damaged, verdict, detail)
@@ -252,7 +252,7 @@ def irds_case(tree: Path, damaged: str, damage: str, prefix: str) -> Case:
     """Register the tree with ir_datasets and read what the damaged file feeds."""
     import ir_datasets
 
-    from clirmatrix.pipeline import irds
+    from clirmatrix.pipeline.tools import irds
 
     def case(verdict: str, detail: str) -> Case:
         return Case("irds", damage, damaged, verdict, detail)

@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from clirmatrix.pipeline import gzip_parts, gzip_ranges  # noqa: E402
 from clirmatrix.pipeline.config import comma_list  # noqa: E402
+from clirmatrix.pipeline.io import gzip_parts, gzip_ranges  # noqa: E402
 
 
 def _cpu(function):

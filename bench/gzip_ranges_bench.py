@@ -195,7 +195,7 @@ def _rapidgzip(parallelization: int):
 
 def _ours_index(spacing: int):
     def run(path: Path) -> int:
-        from clirmatrix.pipeline import gzip_ranges
+        from clirmatrix.pipeline.io import gzip_ranges
 
         with open(path, "rb") as raw:
             index = gzip_ranges.build_index(raw, str(path), spacing=spacing)
@@ -206,7 +206,7 @@ def _ours_index(spacing: int):
 
 
 def _ours_read(path: Path) -> int:
-    from clirmatrix.pipeline import gzip_ranges
+    from clirmatrix.pipeline.io import gzip_ranges
 
     with open(path, "rb") as raw:
         return sum(len(chunk) for chunk in gzip_ranges.read_range(raw, _ours_index.last, 0, str(path)))
@@ -214,7 +214,7 @@ def _ours_read(path: Path) -> int:
 
 def _ours_units(target: int):
     def run(path: Path) -> int:
-        from clirmatrix.pipeline import gzip_ranges
+        from clirmatrix.pipeline.io import gzip_ranges
 
         total = 0
         with open(path, "rb") as raw:
@@ -266,7 +266,7 @@ def truncation(path: Path, cuts: int = 140) -> dict[str, int]:
     import indexed_gzip
     import rapidgzip
 
-    from clirmatrix.pipeline import gzip_ranges
+    from clirmatrix.pipeline.io import gzip_ranges
 
     data = path.read_bytes()
     points = sorted(set(list(range(0, 40)) + list(range(100, len(data), max(1, len(data) // (cuts - 80)))) + list(range(len(data) - 40, len(data)))))

@@ -4,7 +4,7 @@ Contenders on the same real pages (tests/fixtures/html by default; ``--corpus`` 
 folders of Parsoid ``.html`` files, Enterprise ``.ndjson`` files and Enterprise dumps
 ``*.json.tar.gz``, e.g. the realistic ones of bench/realistic_dumps.py):
 
-- ``selectolax``: ours, ``clirmatrix.pipeline.html_text.html_to_text`` (lexbor), and
+- ``selectolax``: ours, ``clirmatrix.pipeline.method.html_text.html_to_text`` (lexbor), and
   ``html_to_parts`` (all four CirrusSearch fields);
 - ``--old PATH``: another version of ``html_text.py`` (e.g. a checkout of an older
   commit), loaded as its own module, side by side with ours: its speed, and on how
@@ -37,7 +37,7 @@ rows are left out (``.venv/bin/pip install resiliparse mwparserfromhtml``).
 
 Usage: .venv/bin/python bench/html_text_bench.py [--corpus DIR_OR_FILE ...] [--rounds 7]
        [--old path/to/old/html_text.py] [--only-ours]
-(an older version: ``git show COMMIT:pipeline/html_text.py > /tmp/html_text_old.py``;
+(an older version: ``git show COMMIT:pipeline/method/html_text.py > /tmp/html_text_old.py``;
 ``--only-ours`` leaves out the other libraries and the reference, for a quicker run)
 """
 
@@ -60,7 +60,7 @@ from types import ModuleType
 
 from selectolax.lexbor import LexborHTMLParser
 
-from clirmatrix.pipeline.html_text import (
+from clirmatrix.pipeline.method.html_text import (
     _BLOCK_TAG_START,
     AUXILIARY_SELECTORS,
     EXCLUDED_SELECTORS,

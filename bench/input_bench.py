@@ -12,9 +12,9 @@ measures on one core, CPU seconds, the contenders interleaved in every round:
   the HTML dump's index pass counted apart), minus Parquet writing: every article is
   read, filtered and turned into text;
 - the HTML reader with every page parsed by lexbor (``html_text.parsed_text``), as it was
-  before the one-pass scan (``pipeline/html_scan.py``) read Parsoid's pages;
+  before the one-pass scan (``pipeline/method/html_scan.py``) read Parsoid's pages;
 - the HTML index pass and reader inflating with the system zlib, as they did before
-  ``pipeline/inflate.py`` drove zlib-ng (``_system_zlib``).
+  ``pipeline/io/inflate.py`` drove zlib-ng (``_system_zlib``).
 
 Then one unit of each format runs alone in a fresh process for its peak memory. It
 prints MB/s (compressed and decompressed) and articles/s per core, medians and ranges,
@@ -46,9 +46,10 @@ from isal import igzip
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from clirmatrix.beam_jobs import extract_docs  # noqa: E402
-from clirmatrix.pipeline import dumps, fileio, gzip_ranges, html_scan, html_text, inflate  # noqa: E402
-from clirmatrix.pipeline.badinput import FileReport  # noqa: E402
-from clirmatrix.pipeline.html_text import html_to_text  # noqa: E402
+from clirmatrix.pipeline.io import fileio, gzip_ranges, inflate  # noqa: E402
+from clirmatrix.pipeline.io.badinput import FileReport  # noqa: E402
+from clirmatrix.pipeline.method import dumps, html_scan, html_text
+from clirmatrix.pipeline.method.html_text import html_to_text  # noqa: E402
 
 # Published input sizes (docs/benchmarks.md, 2026-11-26): compressed GB, and articles.
 REAL = {
@@ -93,7 +94,7 @@ class _ZlibStream(ctypes.Structure):
 
 @contextlib.contextmanager
 def _system_zlib():
-    """``pipeline/inflate.py`` on the system zlib (the calls the readers used before zlib-ng) while inside."""
+    """``pipeline/io/inflate.py`` on the system zlib (the calls the readers used before zlib-ng) while inside."""
     lib = ctypes.CDLL(ctypes.util.find_library("z"))
     stream = ctypes.POINTER(_ZlibStream)
     lib.zlibVersion.restype = ctypes.c_char_p

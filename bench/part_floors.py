@@ -76,8 +76,8 @@ def measure(parts: list[Part], rounds: int) -> list[dict]:
 
 def plans(work_root: str) -> dict:
     """Each language's plan (documents, shards, blocks) as the build recorded it."""
-    from clirmatrix.pipeline.corpus import WorkDirs
-    from clirmatrix.pipeline.reports import require_complete
+    from clirmatrix.pipeline.io.reports import require_complete
+    from clirmatrix.pipeline.method.corpus import WorkDirs
     from clirmatrix.schemas.contracts import language_plans
 
     return {plan.lang: plan for plan in language_plans(require_complete(WorkDirs(work_root).stage("labels"), "labels"))}
@@ -85,9 +85,9 @@ def plans(work_root: str) -> dict:
 
 def index_part(work_root: str, lang: str, docs: int = 20_000) -> Part:
     """Indexing ``docs`` documents (titles and texts) against analysing them alone."""
-    from clirmatrix.pipeline.corpus import WorkDirs, iter_docs
     from clirmatrix.pipeline.engines.analyzers import analyzer_for
-    from clirmatrix.pipeline.retrieval import RetrievalSettings, make_engine
+    from clirmatrix.pipeline.method.corpus import WorkDirs, iter_docs
+    from clirmatrix.pipeline.method.retrieval import RetrievalSettings, make_engine
 
     work = WorkDirs(work_root)
     batches = [
@@ -117,8 +117,8 @@ def search_part(work_root: str, lang: str, block: int = 0) -> Part:
     over the same titles analysed beforehand (``bench/search_bench.py``'s floor)."""
     from search_bench import kernel_pass, prepare_floor
 
-    from clirmatrix.pipeline import retrieval
-    from clirmatrix.pipeline.corpus import WorkDirs, read_catalog
+    from clirmatrix.pipeline.method import retrieval
+    from clirmatrix.pipeline.method.corpus import WorkDirs, read_catalog
 
     work, plan, settings = WorkDirs(work_root), plans(work_root)[lang], retrieval.RetrievalSettings()
     if plan.shards == 1:
@@ -136,10 +136,10 @@ def search_part(work_root: str, lang: str, block: int = 0) -> Part:
 
 def _block_scores(work_root: str, lang: str, block: int) -> tuple[Callable[[], object], np.ndarray, np.ndarray, np.ndarray, int]:
     """What both label floors start from: the stage's unit, the block's hit scores (float64), where each query's rows start and end, and its queries."""
-    from clirmatrix.pipeline.corpus import WorkDirs
-    from clirmatrix.pipeline.labels import label_block
-    from clirmatrix.pipeline.parquet_io import read_table
-    from clirmatrix.pipeline.propagation import group_bounds
+    from clirmatrix.pipeline.io.parquet_io import read_table
+    from clirmatrix.pipeline.method.corpus import WorkDirs
+    from clirmatrix.pipeline.method.labels import label_block
+    from clirmatrix.pipeline.method.propagation import group_bounds
     from clirmatrix.schemas import RETRIEVAL
 
     plan = plans(work_root)[lang]
@@ -156,7 +156,7 @@ def label_part(work_root: str, lang: str, block: int = 0) -> Part:
     Until 2026-11-26 the floor was jenkspy called once per query (``jenkspy_floor``); the
     stage now computes jenkspy's breaks itself, several times faster than that floor.
     """
-    from clirmatrix.pipeline.labels import N_CLASSES, _normalise, jenks_inner_breaks
+    from clirmatrix.pipeline.method.labels import N_CLASSES, _normalise, jenks_inner_breaks
 
     ours, score, starts, ends, queries = _block_scores(work_root, lang, block)
     normalised, distinct = _normalise(score, starts, ends)
@@ -186,8 +186,8 @@ def docs_part(work_root: str, out_root: str, lang: str) -> Part:
     """Writing a language's DOCS files against compressing the same bytes with the same calls (``write_bench``'s floor)."""
     from write_bench import compress_texts
 
-    from clirmatrix.pipeline import layout
-    from clirmatrix.pipeline.release import write_docs
+    from clirmatrix.pipeline.output import layout
+    from clirmatrix.pipeline.output.release import write_docs
 
     report = write_docs(work_root, out_root, lang)
     texts = {path: _text_of(f"{out_root}/{path}") for path in (layout.docs_file(name, lang) for name in ("docs", "docs-full"))}
@@ -201,7 +201,7 @@ def write_part(work_root: str, lang: str) -> Part:
     """Writing the BI-139 files of ``lang`` -> the build's other language against compressing their bytes (``write_bench``'s floor)."""
     from write_bench import compress_texts, direction_texts
 
-    from clirmatrix.pipeline.release import ReleaseSettings, write_direction
+    from clirmatrix.pipeline.output.release import ReleaseSettings, write_direction
 
     languages = plans(work_root)
     src, tgt = languages[lang], languages[min(other for other in languages if other != lang)]
@@ -225,7 +225,7 @@ def direction_costs(work_root: str, rounds: int) -> list[tuple[float, int, int]]
     cached kernels, ~1-1.5 s a process), which a two-direction build pays in a large share
     of its write time and a release of 19,182 directions on long-lived workers does not.
     """
-    from clirmatrix.pipeline.release import ReleaseSettings, write_direction
+    from clirmatrix.pipeline.output.release import ReleaseSettings, write_direction
 
     languages, settings = plans(work_root), ReleaseSettings()
     pairs = [(languages[a], languages[b]) for a in sorted(languages) for b in sorted(languages) if a != b]
@@ -245,7 +245,7 @@ def label_costs(work_root: str, rounds: int) -> float:
     unit costs several times a later one (2026-11-26: 8.2 s against ~0.7 for a 20,000-query
     block), a cost a long-lived worker pays once, not once a block.
     """
-    from clirmatrix.pipeline.labels import label_block
+    from clirmatrix.pipeline.method.labels import label_block
 
     blocks = [(plan, block) for plan in plans(work_root).values() for block in range(plan.blocks)]
     return _warm_cpu(lambda: [label_block(work_root, plan, block) for plan, block in blocks], rounds)
@@ -256,7 +256,7 @@ def links_costs(work_root: str, rounds: int) -> float:
 
     The build's two units took 0.23 s, 0.09 warm (2026-11-26): nearly all of it a worker's first call.
     """
-    from clirmatrix.pipeline.propagation import write_doc_links
+    from clirmatrix.pipeline.method.propagation import write_doc_links
 
     langs = sorted(plans(work_root))
     return _warm_cpu(lambda: [write_doc_links(work_root, lang, langs) for lang in langs], rounds)

@@ -3,7 +3,7 @@
 Contenders, each carrying one block of a query language X's labels into every other
 language Y of the work folder, as ``propagate_block`` does:
 
-- ``new``: ``clirmatrix.pipeline.propagation.propagate_block`` of this checkout;
+- ``new``: ``clirmatrix.pipeline.method.propagation.propagate_block`` of this checkout;
 - ``old``: the same function of the checkout at ``--base`` (a folder whose ``clirmatrix``
   is the code before issue 36: ``/work/basepkg`` maps it to 91f059b);
 - ``floor``: ``carry_floor``, the simplest program that does the unavoidable work: read
@@ -74,7 +74,7 @@ def carry_floor(work_root: str, plan, block: int, out_root: str, langs: Sequence
     ``x_to_y[doc]``, keeps the linked rows and writes them (query, Y position, label) as
     uncompressed Parquet to ``out_root/{Y}.parquet``. No order, no dedupe, no counts.
     """
-    from clirmatrix.pipeline.corpus import WorkDirs
+    from clirmatrix.pipeline.method.corpus import WorkDirs
 
     work = WorkDirs(work_root)
     if langs is None:
@@ -107,7 +107,7 @@ def carry_part(work_root: str, lang: str, block: int = 0):
 
     from part_floors import Part, plans
 
-    from clirmatrix.pipeline.propagation import propagate_block
+    from clirmatrix.pipeline.method.propagation import propagate_block
 
     plan = plans(work_root)[lang]
     langs = sorted(plans(work_root))
@@ -123,7 +123,7 @@ def carry_part(work_root: str, lang: str, block: int = 0):
 
 
 def _labels_path(work_root: str, lang: str, block: int) -> str:
-    from clirmatrix.pipeline.corpus import WorkDirs
+    from clirmatrix.pipeline.method.corpus import WorkDirs
 
     return WorkDirs(work_root).labels_file(lang, block)
 
@@ -143,9 +143,9 @@ def target_sizes(scenario: str, docs: int, targets: int, dense_targets: int) -> 
 
 def make_work(root: Path, scenario: str, docs: int, queries: int, targets: int, dense_targets: int, seed: int = 36):
     """A work folder with one block (0) of X's labels and X's links to every target; returns (plan, langs)."""
-    from clirmatrix.pipeline.corpus import WorkDirs
-    from clirmatrix.pipeline.parquet_io import write_table
-    from clirmatrix.pipeline.propagation import write_links_file
+    from clirmatrix.pipeline.io.parquet_io import write_table
+    from clirmatrix.pipeline.method.corpus import WorkDirs
+    from clirmatrix.pipeline.method.propagation import write_links_file
     from clirmatrix.schemas import DOC_LINKS, LABELS
     from clirmatrix.schemas.contracts import LanguagePlan
 
@@ -220,7 +220,7 @@ def serve(name: str, work_root: str, plan_json: str, langs: list[str]) -> None:
         def call() -> None:
             carry_floor(work_root, plan, 0, out_root, langs)
     else:
-        from clirmatrix.pipeline.propagation import propagate_block
+        from clirmatrix.pipeline.method.propagation import propagate_block
 
         def call() -> None:
             propagate_block(work_root, plan, 0, langs)
@@ -256,7 +256,7 @@ class Contender:
 
 def same_rows(root: Path, plan, langs: list[str], with_old: bool) -> dict:
     """new's and old's files hold identical rows in the same order; the floor's the same rows in its own order."""
-    from clirmatrix.pipeline.corpus import WorkDirs
+    from clirmatrix.pipeline.method.corpus import WorkDirs
 
     new, old = WorkDirs(str(root / "new")), WorkDirs(str(root / "old"))
     rows = 0

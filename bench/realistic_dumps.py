@@ -1,6 +1,6 @@
 """Wikipedia and Wikidata dumps of realistic size, in the formats Wikimedia publishes today.
 
-The sample dumps (``clirmatrix.pipeline.sample``) are small and of one size; per-core
+The sample dumps (``clirmatrix.pipeline.tools.sample``) are small and of one size; per-core
 speeds measured on them do not extrapolate to the real inputs, whose articles range from
 a 300-byte stub to a megabyte list. This generator writes, for one language and a given
 article count, articles whose sizes and structure follow published statistics
@@ -1046,7 +1046,7 @@ def _html_part(job: tuple[int, int, int | None, int]) -> tuple[Piece, ArticleSta
     """NDJSON lines of articles [first, last), deflated; every ``text_every``-th article's text measured."""
     first, last, level, text_every = job
     world = _WORLD
-    from clirmatrix.pipeline.html_text import html_to_text
+    from clirmatrix.pipeline.method.html_text import html_to_text
 
     deflater, stats = Deflater(level), ArticleStats()
     for i in range(first, last):

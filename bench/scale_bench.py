@@ -165,7 +165,7 @@ class DaskCluster:
 def run_size(docs: int, args: argparse.Namespace) -> dict:
     from clirmatrix.beam_jobs.build import run_build
     from clirmatrix.pipeline.config import BuildConfig
-    from clirmatrix.pipeline.sample import write_scale_dumps
+    from clirmatrix.pipeline.tools.sample import write_scale_dumps
 
     root = Path(args.out).resolve() / f"{docs}"
     dumps, out = root / "dumps", root / "out"
@@ -201,8 +201,8 @@ def unit_costs(result) -> dict:
     """CPU seconds of each kind of unit (from the units' own reports) and the amounts they worked on."""
     from part_floors import direction_amounts
 
-    from clirmatrix.pipeline.corpus import WorkDirs
-    from clirmatrix.pipeline.reports import read_named_reports
+    from clirmatrix.pipeline.io.reports import read_named_reports
+    from clirmatrix.pipeline.method.corpus import WorkDirs
 
     work = WorkDirs(result.work)
     languages = result.summaries["retrieve"]["languages"]
@@ -247,7 +247,7 @@ def language_sizes(total: int) -> list[int]:
     """
     from realistic_dumps import PUBLISHED, WIKI_SIZES
 
-    from clirmatrix.pipeline.languages import BI139_LANGUAGES
+    from clirmatrix.pipeline.method.languages import BI139_LANGUAGES
 
     articles_2026 = PUBLISHED["bi139_articles"][0]
     large = [thousands * 1000 for code, thousands in WIKI_SIZES if code in BI139_LANGUAGES]
@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--floor-rounds", type=int, default=5, help="rounds of each part beside its floor (0: none)")
     parser.add_argument("--cost-model", default=str(COST_MODEL), help="where the measured rates are written")
     args = parser.parse_args(argv)
-    from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SHARD_DOCS
+    from clirmatrix.pipeline.method.units import DEFAULT_BLOCK_SIZE, DEFAULT_SHARD_DOCS
 
     args.shard_docs = args.shard_docs or DEFAULT_SHARD_DOCS
     args.block_size = args.block_size or DEFAULT_BLOCK_SIZE

@@ -1,7 +1,7 @@
 """The retrieve stage's search step against its floor: the kernel alone over pre-analysed queries, on the same index and titles.
 
 For each ``--docs`` size N, one English language of N articles written as the scale
-benchmark's generator writes them (``pipeline/sample.py``: ~2,000 articles a topic, so
+benchmark's generator writes them (``pipeline/tools/sample.py``: ~2,000 articles a topic, so
 a title's terms stay about as rare whatever N; text truncated by the docs stage's
 rule) is put straight into a work folder (``docs`` and ``catalog`` Parquet, no dump
 and no extraction) and indexed once; the index is stored as the count step stores a
@@ -49,10 +49,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from clirmatrix.pipeline import retrieval
 from clirmatrix.pipeline.config import DEFAULT_SEED
-from clirmatrix.pipeline.corpus import WorkDirs, iter_catalog, iter_docs
-from clirmatrix.pipeline.parquet_io import ParquetSink, row_counts, write_table
+from clirmatrix.pipeline.io.parquet_io import ParquetSink, row_counts, write_table
+from clirmatrix.pipeline.method import retrieval
+from clirmatrix.pipeline.method.corpus import WorkDirs, iter_catalog, iter_docs
 from clirmatrix.schemas import CATALOG, DOCS, RETRIEVAL
 from clirmatrix.schemas.contracts import LanguagePlan
 
@@ -64,9 +64,9 @@ CHUNK = 20_000  # documents a generated docs file holds
 
 
 def _write_chunk(job: tuple[str, int, int, int]) -> None:
-    from clirmatrix.pipeline.sample import _cirrus_document, _scale_entity
-    from clirmatrix.pipeline.truncate import rule_for
-    from clirmatrix.pipeline.truncate_arrow import truncate_array
+    from clirmatrix.pipeline.method.truncate import rule_for
+    from clirmatrix.pipeline.method.truncate_arrow import truncate_array
+    from clirmatrix.pipeline.tools.sample import _cirrus_document, _scale_entity
 
     path, first, last, n_docs = job
     titles, texts, ids = [], [], []

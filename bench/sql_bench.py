@@ -42,10 +42,10 @@ from pathlib import Path
 
 from isal import igzip_threaded
 
-from clirmatrix.pipeline.badinput import FileReport
 from clirmatrix.pipeline.formats.mediawiki_sql import read_items_per_site, read_page_props
 from clirmatrix.pipeline.formats.wikidata import SitelinkFilter
-from clirmatrix.pipeline.languages import BI139_LANGUAGES, site_key
+from clirmatrix.pipeline.io.badinput import FileReport
+from clirmatrix.pipeline.method.languages import BI139_LANGUAGES, site_key
 
 LINE_BYTES = 1 << 20  # mysqldump's net_buffer_length: where it starts a new INSERT statement
 HEADER = "/*M!999999\\- enable the sandbox mode */ \n" + """-- MariaDB dump 10.19  Distrib 10.5.29-MariaDB, for debian-linux-gnu (x86_64)

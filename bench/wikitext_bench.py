@@ -40,8 +40,8 @@ from xml.parsers import expat
 import mwparserfromhell
 from mwparserfromhell import parser as mw_parser
 
-from clirmatrix.pipeline import wikitext
-from clirmatrix.pipeline.wikitext import WikitextConverter
+from clirmatrix.pipeline.method import wikitext
+from clirmatrix.pipeline.method.wikitext import WikitextConverter
 
 DEFAULT_SOURCE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "wikitext"
 _OPENERS = {".bz2": bz2.open, ".xz": lzma.open, ".gz": gzip.open}

@@ -48,7 +48,7 @@ SRC_SCRIPTS = ("en", "ru", "ar", "zh", "ja", "de")  # the sample generator's Lat
 
 def _titles(rng: np.random.Generator, n: int) -> list[str]:
     """``n`` distinct titles of 1-3 sample words in a random script each; ~1% with characters JSON escapes."""
-    from clirmatrix.pipeline.sample import _title
+    from clirmatrix.pipeline.tools.sample import _title
 
     specials = ['"', "\\", "\t", "\x7f", "\u2028", "\U0001f600", "é", "/"]
     titles, seen = [], set()
@@ -81,9 +81,9 @@ def make_direction(root: str | Path, queries: int = 200_000, tgt_docs: int = 300
     """
     import pyarrow as pa
 
-    from clirmatrix.pipeline.corpus import WorkDirs
-    from clirmatrix.pipeline.parquet_io import write_table
-    from clirmatrix.pipeline.splits import SplitSettings, write_eval_keys, write_eval_picks, write_query_splits
+    from clirmatrix.pipeline.io.parquet_io import write_table
+    from clirmatrix.pipeline.method.corpus import WorkDirs
+    from clirmatrix.pipeline.method.splits import SplitSettings, write_eval_keys, write_eval_picks, write_query_splits
     from clirmatrix.schemas import CATALOG, PROPAGATED
     from clirmatrix.schemas.contracts import LanguagePlan
 
@@ -125,7 +125,7 @@ def direction_texts(out_root: str, src: str, tgt: str) -> dict[str, bytes]:
     """The decompressed text of every BI-139 file of a direction, by path below ``out_root``."""
     import gzip
 
-    from clirmatrix.pipeline import layout
+    from clirmatrix.pipeline.output import layout
 
     paths = [layout.query_file(dataset, src, tgt, split) for split in layout.SPLITS for dataset in ("bi139-full", "bi139-base")]
     return {path: gzip.decompress((Path(out_root) / path).read_bytes()) for path in paths}
@@ -150,7 +150,7 @@ def compress_texts(texts: dict[str, bytes], out_root: str) -> dict[str, str]:
     """The floor's timed part: each text through isal's GzipFile at the release's level, in ``COMPRESS_CHUNK`` slices, into a file, md5 on the way."""
     import isal.igzip
 
-    from clirmatrix.pipeline.writers import COMPRESS_CHUNK, GZIP_LEVEL
+    from clirmatrix.pipeline.output.writers import COMPRESS_CHUNK, GZIP_LEVEL
 
     md5s = {}
     for path, text in texts.items():
@@ -175,7 +175,7 @@ def compress_floor(work_root: str, src, tgt, settings=None, rounds: int = 1) -> 
     md5s are checked). Returns ``cpu_seconds`` (the median over ``rounds``), ``lines``,
     ``pairs`` (labelled pairs of full, 100 a line of base), ``text_bytes``, ``gz_bytes``.
     """
-    from clirmatrix.pipeline.release import ReleaseSettings, write_direction
+    from clirmatrix.pipeline.output.release import ReleaseSettings, write_direction
 
     settings = settings or ReleaseSettings()
     with tempfile.TemporaryDirectory(prefix="clirmatrix-floor-") as scratch:
@@ -203,11 +203,11 @@ def direction_counts(report) -> dict:
 
 def worker(kind: str, work_root: str, plans: str, out_root: str, profile: bool, spill: bool) -> None:
     """A contender's process: one call per line read from stdin, its CPU seconds and md5s written back as JSON."""
-    from clirmatrix.pipeline.release import ReleaseSettings, write_direction
+    from clirmatrix.pipeline.output.release import ReleaseSettings, write_direction
     from clirmatrix.schemas.contracts import LanguagePlan
 
     if spill:  # every block's runs to disk, as a direction larger than the sort memory does
-        from clirmatrix.pipeline import writers
+        from clirmatrix.pipeline.output import writers
 
         writers.SORT_MEMORY = 0
 

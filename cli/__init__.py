@@ -19,9 +19,9 @@ from rich.logging import RichHandler
 from rich.table import Table
 
 from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_SEED, DEFAULT_TRAIN_SIZE
-from clirmatrix.pipeline.download import OFFICIAL_BASE_URL
 from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.errors import InvalidInputError
+from clirmatrix.pipeline.tools.download import OFFICIAL_BASE_URL
 
 # Piped or logged, rich would wrap every table to 80 columns; wide enough for our tables instead.
 console = Console(stderr=True, width=None if sys.stderr.isatty() or "COLUMNS" in os.environ else 160)
@@ -112,9 +112,9 @@ def sample(out_dir: str, docs_per_lang: int, langs: str, seed: int, clean: bool,
     language of fewer than 1,000 articles (--docs-per-lang below about 1200), so
     such a sample builds with --clean or with the --max-bad-fraction printed.
     """
-    from clirmatrix.pipeline.languages import check_langs
-    from clirmatrix.pipeline.localio import check_folder_path
-    from clirmatrix.pipeline.sample import SCRIPTS, build_flags, make_world, sample_settings, write_sample_dumps, written_settings
+    from clirmatrix.pipeline.io.localio import check_folder_path
+    from clirmatrix.pipeline.method.languages import check_langs
+    from clirmatrix.pipeline.tools.sample import SCRIPTS, build_flags, make_world, sample_settings, write_sample_dumps, written_settings
 
     chosen = tuple(check_langs(langs, SCRIPTS, "--langs", "sample language"))
     if not chosen:
@@ -252,7 +252,7 @@ def _links_line(sitelinks: dict, totals: dict) -> str:
 
 def _print_bad_input(result) -> None:
     """Bad records by kind, per language and for Wikidata, with where the full reports are."""
-    from clirmatrix.pipeline import fileio
+    from clirmatrix.pipeline.io import fileio
 
     docs_stage, sitelinks_stage = fileio.join(result.work, "docs"), fileio.join(result.work, "sitelinks")
     for lang, entry in result.summaries["extract_docs"]["languages"].items():
@@ -300,8 +300,8 @@ def search(corpus: str, queries: str, lang: str | None, analyzer: str | None, k:
 @click.option("--eval-size", type=click.IntRange(min=0), default=None, help=f"Most queries of a dev/test file [default: the build's own; {DEFAULT_EVAL_SIZE:,} for a download].")
 def validate(root: str, train_size: int | None, eval_size: int | None) -> None:
     """Check a build or a download against every rule of the release; exit 1 when any fails."""
-    from clirmatrix.pipeline.validate import print_report
-    from clirmatrix.pipeline.validate import validate as check_tree
+    from clirmatrix.pipeline.tools.validate import print_report
+    from clirmatrix.pipeline.tools.validate import validate as check_tree
 
     with console.status(f"checking {root}"):
         report = check_tree(root, train_size=train_size, eval_size=eval_size)
@@ -317,14 +317,14 @@ def validate(root: str, train_size: int | None, eval_size: int | None) -> None:
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, help="Write here instead of standard output.")
 def compose(langs: str | None, heap: str, base_port: int, output: str | None) -> None:
     """Write a docker compose file: one single-node Elasticsearch per language."""
-    from clirmatrix.pipeline.compose import compose_yaml
-    from clirmatrix.pipeline.languages import MULTI8_LANGUAGES, WIKIPEDIA_LANGUAGES, check_langs
+    from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES, WIKIPEDIA_LANGUAGES, check_langs
+    from clirmatrix.pipeline.tools.compose import compose_yaml
 
     text = compose_yaml(tuple(check_langs(langs or "", WIKIPEDIA_LANGUAGES, "--langs") or MULTI8_LANGUAGES), heap=heap, base_port=base_port)
     if output is None:
         click.echo(text, nl=False)
         return
-    from clirmatrix.pipeline.fileio import atomic_create
+    from clirmatrix.pipeline.io.fileio import atomic_create
 
     with atomic_create(output) as handle:
         handle.write(text.encode())
@@ -380,7 +380,7 @@ def download(dataset: str, src: str, tgt: str, splits: str, to_dir: str, base_ur
 
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-    from clirmatrix.pipeline.download import prepare_download, run_download
+    from clirmatrix.pipeline.tools.download import prepare_download, run_download
 
     planned = prepare_download(dataset, src, tgt, _langs(splits) or [], base_url, index, no_index)
     for note in planned.notes:
@@ -436,7 +436,7 @@ def _print_absent(absent: list[str]) -> None:
 @click.argument("root", type=click.Path(exists=True, file_okay=False))
 def report(root: str) -> None:
     """Write ROOT/report.html: one self-contained page about a build or a download."""
-    from clirmatrix.pipeline.report import write_report
+    from clirmatrix.pipeline.tools.report import write_report
 
     with console.status(f"reading {root}"):
         path = write_report(root)
@@ -449,7 +449,7 @@ def report(root: str) -> None:
 def irds_command(root: str, prefix: str) -> None:
     """List the ir_datasets ids a build or download registers, and how to load them."""
     try:
-        from clirmatrix.pipeline import irds
+        from clirmatrix.pipeline.tools import irds
     except ImportError as error:
         raise click.ClickException(str(error)) from None
     ids = irds.registered_ids(root, prefix)
@@ -463,7 +463,7 @@ def irds_command(root: str, prefix: str) -> None:
         console.print(f"[yellow]note[/] {note}", highlight=False, soft_wrap=True)
     example = next((i for i in ids if "/bi139-base/" in i), ids[0] if ids else f"{prefix}/de")
     console.print(
-        f"{len(ids):,} ids. In Python:\n    import ir_datasets\n    from clirmatrix.pipeline import irds\n"
+        f"{len(ids):,} ids. In Python:\n    import ir_datasets\n    from clirmatrix.pipeline.tools import irds\n"
         f"    irds.register({root!r}, prefix={prefix!r})\n    ir_datasets.load({example!r})",
         highlight=False,
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from clirmatrix.pipeline.errors import InvalidInputError
-from clirmatrix.pipeline.languages import WIKIPEDIA_LANGUAGES, check_langs
+from clirmatrix.pipeline.method.languages import WIKIPEDIA_LANGUAGES, check_langs
 
 MODELS: tuple[str, ...] = ("cross-encoder", "bi-encoder", "contrastive", "dap", "ccp")
 
@@ -146,7 +146,7 @@ class TrainArguments:
         return TrainArguments(**values)
 
     def save(self, path: str | Path) -> None:
-        from clirmatrix.pipeline.localio import atomic_write
+        from clirmatrix.pipeline.io.localio import atomic_write
 
         with atomic_write(path) as out:
             out.write(json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True).encode() + b"\n")

@@ -105,7 +105,7 @@ def evaluate(runs: tuple[str, ...], data: str, split: str, dataset: str | None, 
     _require_torch()
     from clirmatrix.models.evaluate import evaluate_mixed, evaluate_run, save_rows
     from clirmatrix.models.metrics import format_table
-    from clirmatrix.pipeline.localio import check_folder_path
+    from clirmatrix.pipeline.io.localio import check_folder_path
 
     check_lang_flags(data, {"--src": src, "--tgt": tgt})
     if out_dir:

@@ -41,14 +41,14 @@ from typing import NamedTuple
 
 from isal import igzip
 
-from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.errors import InvalidInputError
-from clirmatrix.pipeline.fingerprint import fingerprint
-from clirmatrix.pipeline.jsonl import QueryRecord, iter_lines, iter_queries, parse_query
-from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
-from clirmatrix.pipeline.loader import QuerySplit, documents
-from clirmatrix.pipeline.localio import atomic_path, atomic_write, hexdigest_of, user_cache_dir
-from clirmatrix.pipeline.truncate import SENTENCE_SPLIT
+from clirmatrix.pipeline.io.fingerprint import fingerprint
+from clirmatrix.pipeline.io.localio import atomic_path, atomic_write, hexdigest_of, user_cache_dir
+from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
+from clirmatrix.pipeline.method.truncate import SENTENCE_SPLIT
+from clirmatrix.pipeline.output import layout
+from clirmatrix.pipeline.output.jsonl import QueryRecord, iter_lines, iter_queries, parse_query
+from clirmatrix.pipeline.tools.loader import QuerySplit, documents
 
 try:  # POSIX; elsewhere concurrent builders each build and the last os.replace wins
     import fcntl

@@ -34,11 +34,11 @@ from clirmatrix.models.metrics import (
 )
 from clirmatrix.models.recipes import recipe_class
 from clirmatrix.models.recipes.base import Recipe, resolve_directions
-from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.errors import InvalidInputError, MissingInputError
-from clirmatrix.pipeline.jsonl import QueryRecord, iter_queries
-from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
-from clirmatrix.pipeline.loader import QuerySplit
+from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
+from clirmatrix.pipeline.output import layout
+from clirmatrix.pipeline.output.jsonl import QueryRecord, iter_queries
+from clirmatrix.pipeline.tools.loader import QuerySplit
 
 LOG = logging.getLogger("clirmatrix")
 QUERIES_PER_BATCH = 8

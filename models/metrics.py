@@ -27,8 +27,8 @@ from typing import Any
 
 import orjson
 
-from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
-from clirmatrix.pipeline.localio import atomic_write
+from clirmatrix.pipeline.io.localio import atomic_write
+from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
 
 NDCG10 = "ndcg@10"
 MRR100 = "mrr@100"

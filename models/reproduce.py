@@ -39,11 +39,11 @@ from clirmatrix.models.evaluate import direction_row, evaluate_mixed, load_run, 
 from clirmatrix.models.metrics import MIXED, NDCG10, PAPER_MULTI8_MM_BEAT_BM, ResultRow, read_results, write_results
 from clirmatrix.models.recipes.base import resolve_directions
 from clirmatrix.models.train import ARGS, RunDirError, changed_settings, fit_max_len, run_training
-from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.errors import InvalidInputError, MissingInputError
-from clirmatrix.pipeline.languages import BI139_LANGUAGES, MULTI8_LANGUAGES, check_langs
-from clirmatrix.pipeline.localio import atomic_write
+from clirmatrix.pipeline.io.localio import atomic_write
+from clirmatrix.pipeline.method.languages import BI139_LANGUAGES, MULTI8_LANGUAGES, check_langs
+from clirmatrix.pipeline.output import layout
 
 SPLIT = "test1"  # every figure of Tables 7.6, 7.8 and 7.9 is on test1
 TRAIN_SPLITS = ("train", "dev", SPLIT)  # what a run reads: training, checkpoint selection, the table

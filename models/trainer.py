@@ -28,7 +28,7 @@ from clirmatrix.models.arguments import TrainArguments
 from clirmatrix.models.batches import dropout_seed, micro_batches, to_device
 from clirmatrix.models.recipes.base import Batch, Recipe
 from clirmatrix.pipeline.errors import InvalidInputError
-from clirmatrix.pipeline.localio import atomic_write
+from clirmatrix.pipeline.io.localio import atomic_write
 
 CHECKPOINTS = "checkpoints"
 BEST = "best"

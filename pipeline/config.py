@@ -24,12 +24,12 @@ from pathlib import Path
 import tomllib
 import yaml
 
-from clirmatrix.pipeline.badinput import DEFAULT_MAX_BAD_FRACTION
 from clirmatrix.pipeline.engines.base import COMBINATIONS, Bm25Settings
 from clirmatrix.pipeline.errors import InvalidInputError
-from clirmatrix.pipeline.input_kinds import LINKS, SOURCES
-from clirmatrix.pipeline.languages import MULTI8_LANGUAGES, WIKIPEDIA_LANGUAGES, check_langs, is_language_code
-from clirmatrix.pipeline.units import DEFAULT_BLOCK_SIZE, DEFAULT_SEARCH_UNIT_QUERIES, DEFAULT_SHARD_DOCS
+from clirmatrix.pipeline.io.badinput import DEFAULT_MAX_BAD_FRACTION
+from clirmatrix.pipeline.method.input_kinds import LINKS, SOURCES
+from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES, WIKIPEDIA_LANGUAGES, check_langs, is_language_code
+from clirmatrix.pipeline.method.units import DEFAULT_BLOCK_SIZE, DEFAULT_SEARCH_UNIT_QUERIES, DEFAULT_SHARD_DOCS
 
 ENGINES = ("embedded", "elasticsearch")
 

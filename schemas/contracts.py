@@ -327,7 +327,7 @@ class CountReport(Report):
     """One released query file counted (a download's statistics): its path and its direction's counts."""
 
     path: str
-    stats: dict[str, object]  # ``pipeline.stats.DirectionStats`` as a dict
+    stats: dict[str, object]  # ``pipeline.output.stats.DirectionStats`` as a dict
 
 
 @dataclass(frozen=True, kw_only=True)

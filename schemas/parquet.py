@@ -32,7 +32,7 @@ DOCS = pa.schema(
         pa.field("text_full", pa.string(), nullable=False),
         pa.field("entity", pa.string(), nullable=True),  # the dump's own wikibase_item, when it has one
         pa.field("dump_file", pa.string(), nullable=False),  # provenance: which dump file ...
-        pa.field("dump_line", pa.int64(), nullable=False),  # ... and where: its 1-based line, or a bz2 block position (pipeline/positions.py)
+        pa.field("dump_line", pa.int64(), nullable=False),  # ... and where: its 1-based line, or a bz2 block position (pipeline/io/positions.py)
     ],
     metadata={"clirmatrix.artefact": "docs", "clirmatrix.schema_version": "1"},
 )

@@ -47,7 +47,7 @@ def real_fixture(*parts: str) -> Path:
 
 def write_sample(tmp_path_factory, langs: tuple[str, ...], seed: int):
     """(dumps folder, generator truth) of ~300 articles per language, one bad record per dump."""
-    from clirmatrix.pipeline.sample import write_sample_dumps
+    from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
     root = tmp_path_factory.mktemp("sample")
     world = write_sample_dumps(root / "dumps", docs_per_lang=300, langs=langs, seed=seed)
@@ -92,7 +92,7 @@ def build_config(dumps: Path, out: Path, **changes):
 @pytest.fixture(scope="session")
 def world8(tmp_path_factory):
     """Generated dumps of the 8 MULTI-8 languages."""
-    from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
+    from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
 
     return write_sample(tmp_path_factory, MULTI8_LANGUAGES, seed=7)
 
@@ -112,7 +112,7 @@ def without_location(files: dict[str, bytes], root_url: str) -> dict[str, bytes]
     """Released files with the index's absolute URLs cut back to paths: the index names where a build is, the rest must not."""
     import gzip
 
-    from clirmatrix.pipeline.layout import INDEX, MANIFEST, REPORT
+    from clirmatrix.pipeline.output.layout import INDEX, MANIFEST, REPORT
 
     cleaned = {path: data for path, data in files.items() if path not in (MANIFEST, REPORT)}  # both name the folder too
     if INDEX in cleaned:

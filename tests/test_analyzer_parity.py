@@ -101,7 +101,7 @@ def fixture_texts(fixtures: Path = FIXTURES) -> list[Text]:
 
 def sample_dump_texts(docs_per_lang: int = 50) -> list[Text]:
     """Titles and texts of ``clirmatrix sample`` dumps (CirrusSearch JSON, Hive JSON, XML, Wikidata)."""
-    from clirmatrix.pipeline.sample import write_sample_dumps
+    from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
     texts: list[Text] = []
     with tempfile.TemporaryDirectory() as tmp:

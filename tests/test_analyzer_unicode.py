@@ -19,9 +19,9 @@ import pytest
 from conftest import REPO
 from test_analyzer_parity import lucene_tokens
 
-from clirmatrix.pipeline.compose import DEFAULT_IMAGE
 from clirmatrix.pipeline.engines import analyzers as an
 from clirmatrix.pipeline.engines import lucene_jar
+from clirmatrix.pipeline.tools.compose import DEFAULT_IMAGE
 
 # The JDK that Elasticsearch 8 minor releases bundle (``bundled_jdk`` in their
 # build-tools-internal/version.properties), and the Unicode version of each JDK

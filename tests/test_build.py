@@ -11,10 +11,10 @@ import orjson
 import pytest
 from conftest import EVAL, TRAIN, build_config, released
 
-from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_TRAIN_SIZE
-from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
-from clirmatrix.pipeline.validate import validate
+from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
+from clirmatrix.pipeline.output import layout
+from clirmatrix.pipeline.tools.validate import validate
 
 
 def _lines(path: Path) -> list[dict]:
@@ -278,7 +278,7 @@ def test_elasticsearch_without_a_cluster_is_a_clear_error_before_any_work(world8
 def test_label_stage_gives_a_query_without_hits_its_own_article():
     import numpy as np
 
-    from clirmatrix.pipeline.labels import label_queries
+    from clirmatrix.pipeline.method.labels import label_queries
 
     table = label_queries(np.array([1, 1], np.int32), np.array([4, 1], np.int32), np.array([3.0, 2.0], np.float32), 0, 3)
     rows = list(zip(*(table.column(name).to_pylist() for name in ("query", "doc", "label"))))
@@ -301,7 +301,7 @@ def test_validate_command_exit_codes(built, tmp_path, capsys):
 @pytest.mark.slow
 def test_a_killed_build_resumes_and_two_workers_write_the_same_bytes(built, world8, tmp_path, monkeypatch):
     from clirmatrix.beam_jobs.build import run_build
-    from clirmatrix.pipeline import release
+    from clirmatrix.pipeline.output import release
 
     out, _, _ = built
     dumps, _ = world8

@@ -16,8 +16,8 @@ import re
 
 import pytest
 
-from clirmatrix.pipeline.badinput import CORRUPT_STREAM, TRUNCATED_STREAM
-from clirmatrix.pipeline.bz2_ranges import (
+from clirmatrix.pipeline.io.badinput import CORRUPT_STREAM, TRUNCATED_STREAM
+from clirmatrix.pipeline.io.bz2_ranges import (
     BLOCK_MAGIC,
     BlockRange,
     Bz2StreamError,
@@ -30,8 +30,8 @@ from clirmatrix.pipeline.bz2_ranges import (
     plan_ranges,
     xml_prologue,
 )
-from clirmatrix.pipeline.fileio import STREAM_ERRORS, stream_error_kind
-from clirmatrix.pipeline.positions import describe_position, pack_position, unpack_position
+from clirmatrix.pipeline.io.fileio import STREAM_ERRORS, stream_error_kind
+from clirmatrix.pipeline.io.positions import describe_position, pack_position, unpack_position
 
 BLOCK_TEXT = 99_981  # text per block at compresslevel 1 when RLE never fires
 NAME = "dumps/test-pages.xml.bz2"

@@ -12,10 +12,10 @@ import re
 import pytest
 
 from clirmatrix.cli import main
-from clirmatrix.pipeline import layout
 from clirmatrix.pipeline.config import ConfigError, resolve
-from clirmatrix.pipeline.dumps import WIKIDATA_JSON, LinkInputs
-from clirmatrix.pipeline.languages import BI139_LANGUAGES, MULTI8_LANGUAGES, WIKIPEDIA_LANGUAGES, UnknownLanguageError, check_langs
+from clirmatrix.pipeline.method.dumps import WIKIDATA_JSON, LinkInputs
+from clirmatrix.pipeline.method.languages import BI139_LANGUAGES, MULTI8_LANGUAGES, WIKIPEDIA_LANGUAGES, UnknownLanguageError, check_langs
+from clirmatrix.pipeline.output import layout
 
 
 def run(capsys, *args: str) -> tuple[int, str]:
@@ -169,7 +169,7 @@ def test_sample_says_how_a_small_sample_builds(capsys, tmp_path):
     from click.testing import CliRunner
 
     from clirmatrix.cli import cli
-    from clirmatrix.pipeline.sample import build_flags, make_world
+    from clirmatrix.pipeline.tools.sample import build_flags, make_world
 
     text = " ".join(CliRunner().invoke(cli, ["sample", "--help"], terminal_width=400).output.split())
     assert "--force" in text and "--max-bad-fraction 0.001" in text and "fewer than 1,000 articles" in text and "--clean" in text
@@ -188,8 +188,8 @@ def test_sample_says_how_a_small_sample_builds(capsys, tmp_path):
 def test_records_are_entity_lines_in_the_wikidata_messages(tmp_path):
     """One word per thing: the Wikidata bad-input message counts entity lines, the progress line sitelinks."""
     from clirmatrix.beam_jobs.extract_sitelinks import ExtractSitelinks
-    from clirmatrix.pipeline.badinput import TooManyBadRecords
-    from clirmatrix.pipeline.sample import write_sample_dumps
+    from clirmatrix.pipeline.io.badinput import TooManyBadRecords
+    from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
     write_sample_dumps(tmp_path / "dumps", docs_per_lang=50, langs=("en",), broken=True)
     with pytest.raises(TooManyBadRecords, match=r"latest-all\.json\.gz: 1 of \d+ entity lines \("):
@@ -208,7 +208,7 @@ def short_model(tmp_path_factory):
     pytest.importorskip("transformers", reason="the trainer needs the train extra")
     pytest.importorskip("ir_measures", reason="the trainer needs the train extra")
     from clirmatrix.models.toy import build_tiny_backbone, write_toy_release
-    from clirmatrix.pipeline.jsonl import iter_docs
+    from clirmatrix.pipeline.output.jsonl import iter_docs
 
     root = tmp_path_factory.mktemp("short")
     release = write_toy_release(root / "release", langs=("en", "de"), entities=120, splits={"train": 60, "dev": 20, "test1": 20})

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from clirmatrix.cli import main
-from clirmatrix.pipeline.download import DownloadError, Index, UnsafePathError, Wanted, download, fetch, load_index, plan
+from clirmatrix.pipeline.tools.download import DownloadError, Index, UnsafePathError, Wanted, download, fetch, load_index, plan
 
 PATH = "BI-139/base/en/en.de.dev.base.jl.gz"
 BODY = gzip.compress(b"".join(orjson.dumps({"src_id": str(i), "src_query": f"q{i}", "tgt_results": [[str(i), 6], ["9", 0]]}) + b"\n" for i in range(3000)), mtime=0)
@@ -244,7 +244,7 @@ def test_parallel_download_reports_fetched_skipped_failed(server, tmp_path):
 
 
 def test_download_command_from_a_local_build_dry_run_then_fetch_and_read(tmp_path, capsys):
-    from clirmatrix.pipeline.loader import QuerySplit, documents
+    from clirmatrix.pipeline.tools.loader import QuerySplit, documents
 
     build = tmp_path / "build"
     (build / PATH).parent.mkdir(parents=True)
@@ -278,7 +278,7 @@ def test_download_command_from_a_local_build_dry_run_then_fetch_and_read(tmp_pat
 
 
 def test_loader_says_how_to_get_a_missing_split(tmp_path):
-    from clirmatrix.pipeline.loader import QuerySplit
+    from clirmatrix.pipeline.tools.loader import QuerySplit
 
     with pytest.raises(FileNotFoundError, match="clirmatrix download bi139-full --src en --tgt de --split test1"):
         QuerySplit(tmp_path, "bi139-full", "en", "de", "test1")
@@ -295,7 +295,7 @@ def _entry(path: str, body: bytes, url: str | None = None) -> dict:
 
 def _serve_index(srv: Server, files: dict[str, bytes], urls: dict[str, str] | None = None) -> None:
     """Serve ``files`` and an index of them (keys from their paths), as a build's release folder is served."""
-    from clirmatrix.pipeline.layout import index_key, parse_path
+    from clirmatrix.pipeline.output.layout import index_key, parse_path
 
     contexts: dict[str, dict] = {}
     for path, body in files.items():
@@ -379,7 +379,7 @@ def test_unknown_languages_are_refused_with_suggestions_before_any_file_request(
 
 
 def test_the_index_is_saved_with_the_download_so_validate_checks_its_md5s(server, tmp_path, home):
-    from clirmatrix.pipeline.validate import CHECKSUM, validate
+    from clirmatrix.pipeline.tools.validate import CHECKSUM, validate
 
     srv = server()
     docs = gzip.compress(b"9\tGermany\n0\tBerlin\n", mtime=0)

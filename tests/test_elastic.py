@@ -267,7 +267,7 @@ def test_live_compare_reports_full_tie_aware_agreement(tmp_path):
 
 
 def test_the_reuse_fingerprint_changes_with_bm25_settings():
-    from clirmatrix.pipeline.retrieval import RetrievalSettings, make_engine
+    from clirmatrix.pipeline.method.retrieval import RetrievalSettings, make_engine
 
     def key(b: float) -> str:
         settings = RetrievalSettings("elasticsearch", bm25=Bm25Settings(b=b), es_url="http://127.0.0.1:9", docs_key="docs1")

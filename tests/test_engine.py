@@ -18,7 +18,7 @@ from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
 from clirmatrix.pipeline.engines.lucene_bm25 import byte4_to_int, int_to_byte4
 from clirmatrix.pipeline.engines.search import BadInputError, run_search
-from clirmatrix.pipeline.languages import BI139_LANGUAGES
+from clirmatrix.pipeline.method.languages import BI139_LANGUAGES
 
 F = np.float32
 
@@ -371,7 +371,7 @@ def test_query_arrays_and_flat_hits_equal_the_per_query_path(lang):
 
 
 def test_flat_hits_table_is_the_table_of_the_hits_one_by_one():
-    from clirmatrix.pipeline.retrieval import flat_hits_table, hits_table
+    from clirmatrix.pipeline.method.retrieval import flat_hits_table, hits_table
 
     e = engine([("alpha beta", "gamma alpha"), ("beta", "alpha delta"), ("", "gamma"), ("delta", "")])
     queries = ["alpha", "nothing", "gamma beta", "", "delta alpha"]

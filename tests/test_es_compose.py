@@ -6,11 +6,11 @@ import pytest
 import yaml
 from conftest import REPO
 
-from clirmatrix.pipeline.compose import compose_spec, compose_yaml
 from clirmatrix.pipeline.engines.analyzers import analyzer_for
 from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.engines.es_settings import ANALYZER, SIMILARITY, index_body, msearch_lines
-from clirmatrix.pipeline.languages import BI139_LANGUAGES
+from clirmatrix.pipeline.method.languages import BI139_LANGUAGES
+from clirmatrix.pipeline.tools.compose import compose_spec, compose_yaml
 
 
 @pytest.mark.parametrize("lang", BI139_LANGUAGES)

@@ -14,12 +14,12 @@ from conftest import SAMPLE_LANGS
 from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
 from clirmatrix.beam_jobs.link_entities import LinkEntities
 from clirmatrix.cli import main
-from clirmatrix.pipeline.badinput import TooManyBadRecords
-from clirmatrix.pipeline.dumps import discover
-from clirmatrix.pipeline.languages import UNSPACED_LANGUAGES, is_unspaced
-from clirmatrix.pipeline.parquet_io import ParquetSink
-from clirmatrix.pipeline.reports import SUCCESS, IncompleteStageError
-from clirmatrix.pipeline.truncate import rule_for, truncate
+from clirmatrix.pipeline.io.badinput import TooManyBadRecords
+from clirmatrix.pipeline.io.parquet_io import ParquetSink
+from clirmatrix.pipeline.io.reports import SUCCESS, IncompleteStageError
+from clirmatrix.pipeline.method.dumps import discover
+from clirmatrix.pipeline.method.languages import UNSPACED_LANGUAGES, is_unspaced
+from clirmatrix.pipeline.method.truncate import rule_for, truncate
 from clirmatrix.schemas import SITELINKS
 
 

@@ -9,9 +9,9 @@ from dataclasses import replace
 import pyarrow.parquet as pq
 import pytest
 
-from clirmatrix.pipeline import dumps
-from clirmatrix.pipeline.badinput import FileReport
-from clirmatrix.pipeline.sample import FRESH, FRESH_DATE, write_sample_dumps
+from clirmatrix.pipeline.io.badinput import FileReport
+from clirmatrix.pipeline.method import dumps
+from clirmatrix.pipeline.tools.sample import FRESH, FRESH_DATE, write_sample_dumps
 
 LANGS = ("en", "de", "fr", "zh")
 
@@ -95,7 +95,7 @@ def test_an_enterprise_dump_is_read_as_a_stream_with_every_record_counted(fresh)
 
 def test_a_cut_enterprise_dump_is_fatal_and_named(fresh, tmp_path):
     from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
-    from clirmatrix.pipeline.badinput import DamagedInputError
+    from clirmatrix.pipeline.io.badinput import DamagedInputError
 
     root, _ = fresh
     source = root / f"dewiki-NS0-{FRESH_DATE}-ENTERPRISE-HTML.json.tar.gz"
@@ -178,8 +178,8 @@ def test_the_wikidata_json_dump_in_bz2_is_read_in_ranges_with_the_same_sitelinks
 
     from clirmatrix.beam_jobs.extract_sitelinks import ExtractSitelinks
     from clirmatrix.pipeline.errors import InputError
-    from clirmatrix.pipeline.sample import _wikidata_dump as wikidata_dump
-    from clirmatrix.pipeline.sample import make_world
+    from clirmatrix.pipeline.tools.sample import _wikidata_dump as wikidata_dump
+    from clirmatrix.pipeline.tools.sample import make_world
 
     text = wikidata_dump(make_world(400, ("en", "de", "fr"), seed=4), broken=False)
     whole = tmp_path / "dumps" / "latest-all.json.gz"
@@ -219,7 +219,7 @@ def test_real_enterprise_records_go_through_the_docs_stage(tmp_path):
     import tarfile
 
     from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
-    from clirmatrix.pipeline.html_text import html_to_text
+    from clirmatrix.pipeline.method.html_text import html_to_text
 
     records = [path.read_bytes() for path in sorted((FIXTURES / "html").glob("enwiki_*.ndjson"))]
     dump = tmp_path / "dumps" / "enwiki-NS0-20261101-ENTERPRISE-HTML.json.tar.gz"
@@ -245,7 +245,7 @@ def test_a_real_xml_dump_read_in_ranges_gives_what_a_whole_read_gives(tmp_path):
     """gensim's real enwiki excerpt as a multistream dump, one page a stream: ranges of any size give the whole read's articles."""
     from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
     from clirmatrix.pipeline.formats import mediawiki_xml
-    from clirmatrix.pipeline.sample import _multistream as multistream
+    from clirmatrix.pipeline.tools.sample import _multistream as multistream
 
     xml = (FIXTURES / "wikitext" / "enwiki-excerpt.xml").read_bytes()
     report = FileReport("whole")
@@ -267,7 +267,7 @@ def test_a_build_from_todays_inputs_is_a_valid_release(fresh, tmp_path):
     from conftest import EVAL, TRAIN, build_config
 
     from clirmatrix.beam_jobs.build import run_build
-    from clirmatrix.pipeline.validate import validate
+    from clirmatrix.pipeline.tools.validate import validate
 
     root, world = fresh
     out = tmp_path / "out"

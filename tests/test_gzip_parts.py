@@ -14,8 +14,8 @@ import pytest
 import test_gzip_ranges
 from test_gzip_ranges import SPACING, _all_lines, _lines
 
-from clirmatrix.pipeline import gzip_parts, gzip_ranges
-from clirmatrix.pipeline.badinput import CORRUPT_STREAM, TRUNCATED_STREAM
+from clirmatrix.pipeline.io import gzip_parts, gzip_ranges
+from clirmatrix.pipeline.io.badinput import CORRUPT_STREAM, TRUNCATED_STREAM
 
 archive, index = test_gzip_ranges.archive, test_gzip_ranges.index  # its fixtures: the archive, and its one-pass index
 

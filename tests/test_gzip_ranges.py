@@ -15,9 +15,9 @@ import zlib
 
 import pytest
 
-from clirmatrix.pipeline import gzip_ranges, inflate
-from clirmatrix.pipeline.badinput import CORRUPT_STREAM, TRUNCATED_STREAM
 from clirmatrix.pipeline.errors import InputError
+from clirmatrix.pipeline.io import gzip_ranges, inflate
+from clirmatrix.pipeline.io.badinput import CORRUPT_STREAM, TRUNCATED_STREAM
 
 SPACING = 1 << 16  # the smallest allowed: many checkpoints in a few MB
 
@@ -192,7 +192,7 @@ def test_plain_multi_member_gzip_is_one_member_read_across_gzip_members():
 
 
 def test_zlib_ng_combines_crcs_and_resumes_raw_deflate_at_a_bit_offset():
-    """pipeline/inflate.py, the zlib-ng calls the ranges stand on: a CRC of two stretches from theirs, and a stream started mid-byte with its window."""
+    """pipeline/io/inflate.py, the zlib-ng calls the ranges stand on: a CRC of two stretches from theirs, and a stream started mid-byte with its window."""
     first, second = b"clirmatrix " * 3000, bytes(range(256)) * 50
     assert inflate.crc32_combine(zlib.crc32(first), zlib.crc32(second), len(second)) == zlib.crc32(first + second)
     assert inflate.crc32_combine(zlib.crc32(first), zlib.crc32(b""), 0) == zlib.crc32(first)

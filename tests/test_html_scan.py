@@ -1,4 +1,4 @@
-"""The one-pass scan of Parsoid pages (pipeline/html_scan.py) gives lexbor's text or refuses.
+"""The one-pass scan of Parsoid pages (pipeline/method/html_scan.py) gives lexbor's text or refuses.
 
 What a user checks: every real Parsoid page is read by the scan, with the same text as
 the parse; a page whose tags the HTML parser would rearrange (text in a table outside its
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from clirmatrix.pipeline.html_scan import refusal, scan_text
-from clirmatrix.pipeline.html_text import html_to_text, parsed_text
+from clirmatrix.pipeline.method.html_scan import refusal, scan_text
+from clirmatrix.pipeline.method.html_text import html_to_text, parsed_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "html"
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from clirmatrix.pipeline import html_text
-from clirmatrix.pipeline.html_text import HtmlText, html_to_parts, html_to_text, html_to_text_reference
+from clirmatrix.pipeline.method import html_text
+from clirmatrix.pipeline.method.html_text import HtmlText, html_to_parts, html_to_text, html_to_text_reference
 
 FIXTURES = Path(__file__).parent / "fixtures" / "html"
 PAGES = sorted(p.name for p in FIXTURES.iterdir() if p.suffix in (".html", ".ndjson"))

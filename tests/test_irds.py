@@ -1,4 +1,4 @@
-"""ir_datasets loads the sample build through ``clirmatrix.pipeline.irds``: offline, in place, with this build's counts.
+"""ir_datasets loads the sample build through ``clirmatrix.pipeline.tools.irds``: offline, in place, with this build's counts.
 
 Everything is checked through ``ir_datasets.load(id)`` against what gzip + json read from
 the files themselves, so a wrong count or a dropped line fails.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from clirmatrix.pipeline.layout import IN_PROGRESS, MANIFEST, IncompleteBuildError, docs_file, query_file
+from clirmatrix.pipeline.output.layout import IN_PROGRESS, MANIFEST, IncompleteBuildError, docs_file, query_file
 
 if importlib.util.find_spec("ir_datasets") is None:
     pytest.skip("ir_datasets is not installed (pip install 'clirmatrix[irds]')", allow_module_level=True)
@@ -39,7 +39,7 @@ def irds(tmp_path_factory):
         patch.setattr(socket.socket, "connect", _no_network)
         patch.setattr(socket.socket, "connect_ex", _no_network)
         patch.setattr(socket, "getaddrinfo", _no_network)
-        module = importlib.import_module("clirmatrix.pipeline.irds")
+        module = importlib.import_module("clirmatrix.pipeline.tools.irds")
         yield module
 
 
@@ -158,7 +158,7 @@ def test_counts_from_manifest_else_from_the_file(loaded, irds, tmp_path):
     """A manifest entry wins (builds); a file it does not list is counted when asked, not at registration."""
     import ir_datasets
 
-    from clirmatrix.pipeline.jsonl import MalformedRecordError
+    from clirmatrix.pipeline.output.jsonl import MalformedRecordError
 
     out, _ = loaded
     root = tmp_path / "release"

@@ -13,12 +13,12 @@ import pyarrow as pa
 import pytest
 
 from clirmatrix.pipeline.config import ConfigError, resolve
-from clirmatrix.pipeline.labels import class_labels, jenks_inner_breaks, label_queries, query_labels
-from clirmatrix.pipeline.layout import SPLITS, parse_path, query_file
-from clirmatrix.pipeline.propagation import Labelled, propagate
-from clirmatrix.pipeline.release import QueryText, Results, base_fill, query_groups, release_order, render_lines
-from clirmatrix.pipeline.splits import NOT_CHOSEN, SplitSettings, assign, direction_splits, eval_sets, lowest, query_key, seeded_rng
-from clirmatrix.pipeline.writers import docs_line, gzip_lines, query_line
+from clirmatrix.pipeline.method.labels import class_labels, jenks_inner_breaks, label_queries, query_labels
+from clirmatrix.pipeline.method.propagation import Labelled, propagate
+from clirmatrix.pipeline.method.splits import NOT_CHOSEN, SplitSettings, assign, direction_splits, eval_sets, lowest, query_key, seeded_rng
+from clirmatrix.pipeline.output.layout import SPLITS, parse_path, query_file
+from clirmatrix.pipeline.output.release import QueryText, Results, base_fill, query_groups, release_order, render_lines
+from clirmatrix.pipeline.output.writers import docs_line, gzip_lines, query_line
 
 # --- labels -----------------------------------------------------------------------------------
 

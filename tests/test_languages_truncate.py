@@ -1,7 +1,7 @@
 import pytest
 
-from clirmatrix.pipeline.languages import UnknownWikiError, lang_from_dbname, normalize_title, site_key
-from clirmatrix.pipeline.truncate import rule_for, truncate
+from clirmatrix.pipeline.method.languages import UnknownWikiError, lang_from_dbname, normalize_title, site_key
+from clirmatrix.pipeline.method.truncate import rule_for, truncate
 
 
 @pytest.mark.parametrize(("lang", "key"), [("en", "enwiki"), ("simple", "simplewiki"), ("zh-min-nan", "zh_min_nanwiki")])
@@ -69,7 +69,7 @@ def test_token_limit_matches_a_regex_over_every_kind_of_whitespace():
     import re
     import sys
 
-    from clirmatrix.pipeline.truncate import _limit_end
+    from clirmatrix.pipeline.method.truncate import _limit_end
 
     spaces = [chr(c) for c in range(sys.maxunicode + 1) if re.match(r"\s", chr(c))]
     assert "\x1c" in spaces and "\u3000" in spaces and "\xa0" in spaces

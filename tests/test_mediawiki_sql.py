@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import real_fixture
 
-from clirmatrix.pipeline import fileio
-from clirmatrix.pipeline.badinput import DamagedInputError, FileReport, check_bad_fraction
 from clirmatrix.pipeline.formats import mediawiki_sql
 from clirmatrix.pipeline.formats.mediawiki_sql import SqlDumpError, read_items_per_site, read_page_props, read_rows
 from clirmatrix.pipeline.formats.wikidata import SitelinkFilter, read_sitelinks
+from clirmatrix.pipeline.io import fileio
+from clirmatrix.pipeline.io.badinput import DamagedInputError, FileReport, check_bad_fraction
 
 SQL = Path(__file__).parent / "fixtures" / "sql"
 SITES = SQL / "wikidatawiki-20140420-sites.sql.gz"

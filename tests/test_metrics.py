@@ -27,7 +27,7 @@ from clirmatrix.models.metrics import (
     write_results,
     zscore_merge,
 )
-from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
+from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
 
 pytest.importorskip("ir_measures")
 

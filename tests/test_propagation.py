@@ -7,9 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from clirmatrix.pipeline.corpus import WorkDirs
-from clirmatrix.pipeline.parquet_io import write_table
-from clirmatrix.pipeline.propagation import MAX_PACKED_SPAN, BlockCarrier, Labelled, propagate, propagate_block, read_doc_links, write_links_file
+from clirmatrix.pipeline.io.parquet_io import write_table
+from clirmatrix.pipeline.method.corpus import WorkDirs
+from clirmatrix.pipeline.method.propagation import MAX_PACKED_SPAN, BlockCarrier, Labelled, propagate, propagate_block, read_doc_links, write_links_file
 from clirmatrix.schemas import LABELS, PROPAGATED
 from clirmatrix.schemas.contracts import LanguagePlan, read_typed_report
 

@@ -10,11 +10,11 @@ import orjson
 import pytest
 from conftest import real_fixture
 
-from clirmatrix.pipeline import fileio
-from clirmatrix.pipeline.badinput import DamagedInputError, FileReport, TooManyBadRecords, check_bad_fraction
 from clirmatrix.pipeline.formats import cirrus, mediawiki_xml
 from clirmatrix.pipeline.formats.wikidata import SitelinkFilter, read_sitelinks
-from clirmatrix.pipeline.wikitext import WikitextConverter
+from clirmatrix.pipeline.io import fileio
+from clirmatrix.pipeline.io.badinput import DamagedInputError, FileReport, TooManyBadRecords, check_bad_fraction
+from clirmatrix.pipeline.method.wikitext import WikitextConverter
 
 
 def numbered(lines):

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import realistic_dumps as rd  # noqa: E402
 
-from clirmatrix.pipeline.badinput import FileReport  # noqa: E402
 from clirmatrix.pipeline.formats import enterprise_html, mediawiki_sql, mediawiki_xml  # noqa: E402
 from clirmatrix.pipeline.formats.wikidata import SitelinkFilter  # noqa: E402
+from clirmatrix.pipeline.io.badinput import FileReport  # noqa: E402
 
 ARTICLES = 200
 LINES_PER_MEMBER = 80

@@ -15,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from clirmatrix.pipeline import layout
+from clirmatrix.pipeline.output import layout
 
 PINNED = Path(__file__).parent / "fixtures" / "release_md5" / "world8.json"
 

@@ -19,9 +19,9 @@ import pytest
 from conftest import EVAL, REPO, TRAIN
 
 from clirmatrix.cli import main
-from clirmatrix.pipeline import layout
-from clirmatrix.pipeline.dumps import discover
-from clirmatrix.pipeline.loader import QuerySplit
+from clirmatrix.pipeline.method.dumps import discover
+from clirmatrix.pipeline.output import layout
+from clirmatrix.pipeline.tools.loader import QuerySplit
 
 sys.path.insert(0, str(REPO / "bench"))
 import fuzz_bench  # noqa: E402
@@ -30,7 +30,7 @@ import fuzz_bench  # noqa: E402
 @pytest.fixture(scope="module")
 def clean_dumps(tmp_path_factory):
     """A clean 2-language sample (en CirrusSearch .gz, de CirrusSearch .gz, Wikidata .gz)."""
-    from clirmatrix.pipeline.sample import write_sample_dumps
+    from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
     dumps = tmp_path_factory.mktemp("reliability") / "dumps"
     write_sample_dumps(dumps, docs_per_lang=200, langs=("en", "de"), seed=3, broken=False)
@@ -140,7 +140,7 @@ def test_the_build_summary_shows_bad_records_by_kind(world8, tmp_path, capsys):
 
 
 def test_a_bug_keeps_its_traceback_while_input_errors_are_messages(tmp_path, monkeypatch):
-    import clirmatrix.pipeline.validate as validate_module
+    import clirmatrix.pipeline.tools.validate as validate_module
 
     def buggy(*args, **kwargs):
         raise ValueError("a bug in our code")
@@ -151,7 +151,7 @@ def test_a_bug_keeps_its_traceback_while_input_errors_are_messages(tmp_path, mon
 
 
 def test_index_entries_are_matched_to_files_by_their_url(built, tmp_path):
-    from clirmatrix.pipeline.validate import validate
+    from clirmatrix.pipeline.tools.validate import validate
 
     out, _, _ = built
     copy = tmp_path / "download"

@@ -10,10 +10,10 @@ import pytest
 from conftest import EVAL, TRAIN
 
 from clirmatrix.cli import main
-from clirmatrix.pipeline import layout
-from clirmatrix.pipeline.jsonl import iter_queries
-from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
-from clirmatrix.pipeline.layout import REPORT
+from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
+from clirmatrix.pipeline.output import layout
+from clirmatrix.pipeline.output.jsonl import iter_queries
+from clirmatrix.pipeline.output.layout import REPORT
 
 
 def test_a_build_writes_a_self_contained_report_of_what_it_holds(built):

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import EVAL, TRAIN, build_config, first_differences, released, without_location, write_sample
 
-from clirmatrix.pipeline import layout
+from clirmatrix.pipeline.output import layout
 
 BIN = Path(sys.executable).parent
 
@@ -83,8 +83,8 @@ def _run_composite(units, transform) -> None:
 def test_sharded_retrieval_equals_unsharded_bit_for_bit(work_copy, built, shard_docs, search_unit_queries):
     """Shards scored with their language's statistics, searched in groups of query blocks, merged by score then position: exactly one index's top 100."""
     from clirmatrix.beam_jobs.retrieve import Retrieve
-    from clirmatrix.pipeline import retrieval
-    from clirmatrix.pipeline.retrieval import RetrievalSettings
+    from clirmatrix.pipeline.method import retrieval
+    from clirmatrix.pipeline.method.retrieval import RetrievalSettings
 
     _, result, _ = built
     unsharded = _tables(Path(result.work) / "retrieval")
@@ -112,7 +112,7 @@ def test_sharded_retrieval_equals_unsharded_bit_for_bit(work_copy, built, shard_
 
 def test_merging_shards_runs_equals_sorting_them_all():
     """The k-way merge of each shard's ranked hits: a full sort by (query, score desc, position), then the top k."""
-    from clirmatrix.pipeline.retrieval import merge_hits
+    from clirmatrix.pipeline.method.retrieval import merge_hits
     from clirmatrix.schemas import RETRIEVAL
 
     rng = np.random.default_rng(0)
@@ -146,7 +146,7 @@ def test_shard_engines_with_the_collection_statistics_score_as_one_engine(analyz
     """The engine's statistics come from outside: three shards scored with the whole collection's equal one index."""
     from clirmatrix.pipeline.engines.analyzers import analyzer_named
     from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
-    from clirmatrix.pipeline.retrieval import hits_table, merge_hits
+    from clirmatrix.pipeline.method.retrieval import hits_table, merge_hits
 
     rng = np.random.default_rng(3)
     words = ["river", "city", "the", "running", "bridges", "museum", "北京", "大学", "東京", "paris"]
@@ -194,8 +194,8 @@ def test_write_composite_and_count_composite(work_copy, built, tmp_path):
     """WriteRelease (every unit twice) writes the build's released bytes; CountFiles counts them as the build did."""
     from clirmatrix.beam_jobs.stats import COUNT, CountFiles, counted_while_writing
     from clirmatrix.beam_jobs.write_release import WriteRelease, release_units
-    from clirmatrix.pipeline.release import ReleaseSettings
-    from clirmatrix.pipeline.splits import SplitSettings
+    from clirmatrix.pipeline.method.splits import SplitSettings
+    from clirmatrix.pipeline.output.release import ReleaseSettings
     from clirmatrix.schemas.contracts import FileTask, Unit, language_plans
 
     out, result, _ = built
@@ -218,10 +218,10 @@ def test_write_composite_and_count_composite(work_copy, built, tmp_path):
 @pytest.mark.parametrize("lang", ["en", "ar", "fr"])
 def test_linking_in_title_partitions_equals_linking_at_once(extracted, tmp_path, lang):
     """Partitions hold a share of the titles each; links, sources and counts are those of one partition."""
-    from clirmatrix.pipeline import fileio
-    from clirmatrix.pipeline.corpus import WorkDirs, iter_docs
-    from clirmatrix.pipeline.linking import link_language
-    from clirmatrix.pipeline.parquet_io import iter_row_range
+    from clirmatrix.pipeline.io import fileio
+    from clirmatrix.pipeline.io.parquet_io import iter_row_range
+    from clirmatrix.pipeline.method.corpus import WorkDirs, iter_docs
+    from clirmatrix.pipeline.method.linking import link_language
 
     work, _, _ = extracted
     found = {}
@@ -240,8 +240,8 @@ def test_extract_docs_composite_counts_the_same_on_a_retry(sample, tmp_path):
     from apache_beam.testing.util import assert_that, equal_to
 
     from clirmatrix.beam_jobs.extract_docs import DocsSettings, FinalizeLanguage, ReadDumpFiles, plan_units
-    from clirmatrix.pipeline.dumps import discover
-    from clirmatrix.pipeline.reports import read_reports
+    from clirmatrix.pipeline.io.reports import read_reports
+    from clirmatrix.pipeline.method.dumps import discover
 
     dumps, world = sample
     found = discover(str(dumps), ["en", "ja"])
@@ -263,7 +263,7 @@ def test_extract_sitelinks_composite(sample, tmp_path):
     from apache_beam.testing.util import assert_that, equal_to
 
     from clirmatrix.beam_jobs.extract_sitelinks import LinkUnit, ReadLinkFiles
-    from clirmatrix.pipeline.dumps import WIKIDATA_JSON, discover
+    from clirmatrix.pipeline.method.dumps import WIKIDATA_JSON, discover
 
     dumps, world = sample
     (wikidata,) = discover(str(dumps)).wikidata
@@ -430,7 +430,7 @@ def _objects(client, prefix: str) -> dict[str, bytes]:
 
 def test_object_store_prefixes_are_cleared_and_listed_by_prefix(s3_server):
     from clirmatrix.beam_jobs.common import use_filesystem_options
-    from clirmatrix.pipeline import fileio
+    from clirmatrix.pipeline.io import fileio
 
     client, flags = s3_server
     use_filesystem_options(flags)
@@ -466,8 +466,8 @@ def test_dumps_read_in_ranges_from_the_object_store_give_the_local_documents(s3_
     """An Enterprise HTML dump (its seek index kept in WORK) and a bz2 XML dump, both read in ranges from s3://."""
     from clirmatrix.beam_jobs.common import use_filesystem_options
     from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
-    from clirmatrix.pipeline.dumps import discover
-    from clirmatrix.pipeline.sample import write_sample_dumps
+    from clirmatrix.pipeline.method.dumps import discover
+    from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
     client, flags = s3_server
     use_filesystem_options(flags)

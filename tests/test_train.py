@@ -25,8 +25,8 @@ from clirmatrix.models.metrics import NDCG10, evaluate_rankings  # noqa: E402
 from clirmatrix.models.recipes import recipe_class  # noqa: E402
 from clirmatrix.models.toy import build_tiny_backbone, write_toy_release  # noqa: E402
 from clirmatrix.models.train import RunDirError, run_training  # noqa: E402
-from clirmatrix.pipeline.jsonl import iter_docs, iter_queries  # noqa: E402
-from clirmatrix.pipeline.layout import query_file  # noqa: E402
+from clirmatrix.pipeline.output.jsonl import iter_docs, iter_queries  # noqa: E402
+from clirmatrix.pipeline.output.layout import query_file  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -661,7 +661,7 @@ def test_a_real_pretrained_model_learns_from_a_build(toy, tmp_path, capsys):
     """all-MiniLM-L6-v2 as --init, fine-tuned as a bi-encoder on the toy build: test1 nDCG@10 rises above its zero-shot score and above BM25's order."""
     from clirmatrix.models.evaluate import bm25_order
     from clirmatrix.models.toy import pretrained_minilm
-    from clirmatrix.pipeline.localio import PypiFetchError
+    from clirmatrix.pipeline.io.localio import PypiFetchError
 
     try:
         init = pretrained_minilm()

@@ -27,9 +27,9 @@ from clirmatrix.models.data import (
     write_parallel_tsv,
 )
 from clirmatrix.models.sampling import RankingPairSampler, dpr_example, pointwise_triples, sample_ranking_pair
-from clirmatrix.pipeline import layout
-from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
-from clirmatrix.pipeline.writers import query_line
+from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
+from clirmatrix.pipeline.output import layout
+from clirmatrix.pipeline.output.writers import query_line
 
 DOCS = {
     "en": {

@@ -6,8 +6,8 @@ import sys
 import pyarrow as pa
 import pytest
 
-from clirmatrix.pipeline.truncate import CLOSERS, STOPS_ANYWHERE, STOPS_BEFORE_SPACE, rule_for, truncate
-from clirmatrix.pipeline.truncate_arrow import truncate_array
+from clirmatrix.pipeline.method.truncate import CLOSERS, STOPS_ANYWHERE, STOPS_BEFORE_SPACE, rule_for, truncate
+from clirmatrix.pipeline.method.truncate_arrow import truncate_array
 
 SPACES = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
 

@@ -14,10 +14,10 @@ import orjson
 import pytest
 from conftest import real_fixture
 
-from clirmatrix.pipeline import validate as v
-from clirmatrix.pipeline.jsonl import MalformedRecordError, iter_docs, iter_queries
-from clirmatrix.pipeline.layout import INDEX, MANIFEST, docs_file, index_key, parse_path, query_file
-from clirmatrix.pipeline.stats import collect_stats, direction_stats, write_stats
+from clirmatrix.pipeline.output.jsonl import MalformedRecordError, iter_docs, iter_queries
+from clirmatrix.pipeline.output.layout import INDEX, MANIFEST, docs_file, index_key, parse_path, query_file
+from clirmatrix.pipeline.output.stats import collect_stats, direction_stats, write_stats
+from clirmatrix.pipeline.tools import validate as v
 
 LANGS = ("en", "de", "fr")
 NDOCS = 120

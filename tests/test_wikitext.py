@@ -8,9 +8,9 @@ from pathlib import Path
 import mwparserfromhell
 import pytest
 
-from clirmatrix.pipeline.badinput import FileReport
 from clirmatrix.pipeline.formats import mediawiki_xml
-from clirmatrix.pipeline.wikitext import WikitextConverter
+from clirmatrix.pipeline.io.badinput import FileReport
+from clirmatrix.pipeline.method.wikitext import WikitextConverter
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wikitext"
 DUMPS = sorted(FIXTURES.glob("*.xml"))

@@ -102,7 +102,7 @@ def test_a_worker_and_its_own_children_end_when_the_driver_is_killed():
 
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory):
-    from clirmatrix.pipeline.sample import write_sample_dumps
+    from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
     folder = tmp_path_factory.mktemp("lifetime") / "dumps"
     write_sample_dumps(folder, docs_per_lang=300, langs=("en", "de"), seed=3)

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from clirmatrix.pipeline.errors import InvalidInputError
-from clirmatrix.pipeline.localio import atomic_write
+from clirmatrix.pipeline.io.localio import atomic_write
 
 _CALIBRATION_FORMAT = "clirmatrix.calibration/1"
 

@@ -27,7 +27,7 @@ from clirmatrix.models.distributed import gather
 from clirmatrix.models.modeling.encoder import Encoder, base_model, load_masked_lm, load_tokenizer
 from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.errors import InvalidInputError
-from clirmatrix.pipeline.languages import MULTI8_LANGUAGES
+from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
 
 # Each yielded dict is back-propagated at once (the sum of its weighted terms); terms
 # computed on separate batches come in separate dicts so their graphs never coexist ([H] §4).

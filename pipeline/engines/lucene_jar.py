@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from clirmatrix.pipeline.localio import PypiFetchError, fetch_from_pypi, user_cache_dir
+from clirmatrix.pipeline.io.localio import PypiFetchError, fetch_from_pypi, user_cache_dir
 
 PYSERINI = "pyserini==1.6.0"
 JAR_NAME = "anserini-1.7.1-fatjar.jar"

@@ -19,7 +19,7 @@ from clirmatrix.pipeline.engines.analyzers import Analyzer, analyzer_for, analyz
 from clirmatrix.pipeline.engines.base import Bm25Settings, DocBatch
 from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
 from clirmatrix.pipeline.errors import InvalidInputError
-from clirmatrix.pipeline.localio import atomic_write
+from clirmatrix.pipeline.io.localio import atomic_write
 
 BATCH_DOCS = 10_000
 BATCH_QUERIES = 10_000

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import orjson
 
-from clirmatrix.pipeline.badinput import (
+from clirmatrix.pipeline.io.badinput import (
     ACTION_WITHOUT_DOCUMENT,
     BAD_FIELD,
     DOCUMENT_WITHOUT_ACTION,

@@ -5,10 +5,10 @@
 ``..._1.ndjson``, ...), one article a line: ``identifier`` (the page id), ``name`` (the
 title), ``namespace.identifier``, ``main_entity.identifier`` (the Wikidata item, so no
 Wikidata dump is needed for links) and ``article_body.html``, the Parsoid-rendered page,
-which ``clirmatrix.pipeline.html_text`` turns into text as CirrusSearch builds its
+which ``clirmatrix.pipeline.method.html_text`` turns into text as CirrusSearch builds its
 ``text`` field. Nothing is unpacked to disk: a whole archive is read as a stream
 (``tar_lines``: ``tarfile`` in ``r|`` mode over the inflating stream), a range of one
-through its seek index (``range_lines``, ``clirmatrix.pipeline.gzip_ranges``); both
+through its seek index (``range_lines``, ``clirmatrix.pipeline.io.gzip_ranges``); both
 number the lines alike, on across the NDJSON members in archive order.
 """
 
@@ -20,11 +20,11 @@ from typing import IO, BinaryIO
 
 import orjson
 
-from clirmatrix.pipeline.badinput import BAD_FIELD, MALFORMED_JSON, MISSING_FIELD, NOT_AN_OBJECT, TRUNCATED_STREAM, FileReport
-from clirmatrix.pipeline.fileio import STREAM_ERRORS, stream_error_kind
 from clirmatrix.pipeline.formats.cirrus import EMPTY_TEXT, OTHER_NAMESPACE, Article, entity_of, is_page_id
-from clirmatrix.pipeline.gzip_ranges import GzipIndex, GzipStreamError, GzipUnit, iter_unit_lines
-from clirmatrix.pipeline.html_text import html_to_text
+from clirmatrix.pipeline.io.badinput import BAD_FIELD, MALFORMED_JSON, MISSING_FIELD, NOT_AN_OBJECT, TRUNCATED_STREAM, FileReport
+from clirmatrix.pipeline.io.fileio import STREAM_ERRORS, stream_error_kind
+from clirmatrix.pipeline.io.gzip_ranges import GzipIndex, GzipStreamError, GzipUnit, iter_unit_lines
+from clirmatrix.pipeline.method.html_text import html_to_text
 
 NOT_NDJSON = "not_ndjson"  # a tar member that is no NDJSON file (a README, a folder): skipped whole, counted as a note
 

@@ -40,10 +40,10 @@ import re
 from collections.abc import Callable, Iterator
 from typing import IO
 
-from clirmatrix.pipeline.badinput import BAD_FIELD, TRUNCATED_STREAM, FileReport
 from clirmatrix.pipeline.errors import InvalidInputError
-from clirmatrix.pipeline.fileio import STREAM_ERRORS, stream_error_kind
 from clirmatrix.pipeline.formats.wikidata import Sitelink, SitelinkFilter
+from clirmatrix.pipeline.io.badinput import BAD_FIELD, TRUNCATED_STREAM, FileReport
+from clirmatrix.pipeline.io.fileio import STREAM_ERRORS, stream_error_kind
 
 # Kinds of bad input and filter reasons of this module.
 MALFORMED_SQL = "malformed_sql"  # a tuple that is not SQL values in parentheses

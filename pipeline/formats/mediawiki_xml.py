@@ -4,7 +4,7 @@ A source of documents for wikis or dates without a CirrusSearch dump (docs/metho
 section 1, [ours]). Parsed with expat, so a dump of any size runs in constant memory.
 Two ways in: ``read_articles`` parses a whole stream (every problem reported with its
 line); ``read_page_records`` parses the ``<page>`` elements one range of a bz2 dump
-owns (``clirmatrix.pipeline.bz2_ranges``), each on its own, so a broken page costs
+owns (``clirmatrix.pipeline.io.bz2_ranges``), each on its own, so a broken page costs
 that page only. The ``<siteinfo>`` header supplies the wiki's localised File and
 Category names.
 """
@@ -17,10 +17,10 @@ from xml.parsers import expat
 
 from mwparserfromhell.parser import ParserError
 
-from clirmatrix.pipeline.badinput import BAD_FIELD, MALFORMED_PAGE, MALFORMED_XML, MISSING_FIELD, UNPARSEABLE_WIKITEXT, FileReport
-from clirmatrix.pipeline.fileio import STREAM_ERRORS, stream_error_kind
 from clirmatrix.pipeline.formats.cirrus import EMPTY_TEXT, OTHER_NAMESPACE, REDIRECT, Article, is_page_id
-from clirmatrix.pipeline.wikitext import WikitextConverter
+from clirmatrix.pipeline.io.badinput import BAD_FIELD, MALFORMED_PAGE, MALFORMED_XML, MISSING_FIELD, UNPARSEABLE_WIKITEXT, FileReport
+from clirmatrix.pipeline.io.fileio import STREAM_ERRORS, stream_error_kind
+from clirmatrix.pipeline.method.wikitext import WikitextConverter
 
 NOT_WIKITEXT = "not_wikitext"
 _CHUNK = 1 << 20

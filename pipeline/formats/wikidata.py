@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 import orjson
 
-from clirmatrix.pipeline.badinput import BAD_FIELD, INCOMPLETE_LINE, MALFORMED_JSON, MISSING_FIELD, NOT_AN_OBJECT, STREAM_LOSS, TRUNCATED_STREAM, FileReport
-from clirmatrix.pipeline.languages import site_key
+from clirmatrix.pipeline.io.badinput import BAD_FIELD, INCOMPLETE_LINE, MALFORMED_JSON, MISSING_FIELD, NOT_AN_OBJECT, STREAM_LOSS, TRUNCATED_STREAM, FileReport
+from clirmatrix.pipeline.method.languages import site_key
 
 NO_SELECTED_SITELINK = "no_selected_sitelink"
 

@@ -1,0 +1,22 @@
+"""The names of the kinds of input a build reads, and of the sources of entity links.
+
+Kept apart from ``pipeline.method.dumps`` (which finds the files, through Beam's filesystems)
+so that the settings (``pipeline.config``) can name their choices without importing
+Beam: ``clirmatrix --help`` stays fast and quiet.
+"""
+
+from __future__ import annotations
+
+# Dumps of documents (docs/building.md#extraction).
+CIRRUS = "cirrus"
+HTML = "html"
+XML = "xml"
+KIND_ORDER = (CIRRUS, HTML, XML)  # preference between kinds of the same date (docs/method.md section 2)
+SOURCES = ("auto", *KIND_ORDER)  # the choices of --source
+
+# Where entity links come from (docs/method.md section 3).
+ITEMS_PER_SITE = "items-per-site"
+WIKIDATA_JSON = "wikidata-json"
+PAGE_PROPS = "page-props"
+RECORD = "record"
+LINKS = ("auto", ITEMS_PER_SITE, WIKIDATA_JSON, PAGE_PROPS, RECORD)  # the choices of --links
