@@ -25,13 +25,12 @@ import tomllib
 import yaml
 
 from clirmatrix.pipeline.engines.base import COMBINATIONS, Bm25Settings
+from clirmatrix.pipeline.engines.registry import ENGINES
 from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.io.badinput import DEFAULT_MAX_BAD_FRACTION
 from clirmatrix.pipeline.method.input_kinds import LINKS, SOURCES
 from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES, WIKIPEDIA_LANGUAGES, check_langs, is_language_code
 from clirmatrix.pipeline.method.units import DEFAULT_BLOCK_SIZE, DEFAULT_SEARCH_UNIT_QUERIES, DEFAULT_SHARD_DOCS
-
-ENGINES = ("embedded", "elasticsearch")
 
 # The defaults every command and job takes from here (the paper's where it gives one).
 DEFAULT_SEED = 13

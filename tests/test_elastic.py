@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -115,6 +117,37 @@ def test_a_timeout_is_retried_and_queries_go_in_batches(cluster):
     assert sleeps == [0.5] and [h.positions.tolist() for h in hits] == [[1]] * 4
     batches = [body for method, path, body in cluster.requests if path == "/_msearch"]
     assert len(batches) == 3 and all(len(body.decode().splitlines()) == 4 for body in batches)
+
+
+def test_search_flat_is_search_made_flat(cluster):
+    """The retrieve stage writes every engine's hits from ``search_flat``."""
+    cluster.routes[("POST", "/_msearch")] = [(200, {"took": 1, "responses": [_search_response([("7", 3.5), ("9", 2.0), ("4", 2.0)]), _search_response([])]})]
+    engine = _engine(cluster, [])
+    flat = engine.search_flat(["Paris", "the"], k=3)
+    assert flat.lengths.tolist() == [3, 0] and flat.positions.tolist() == [7, 4, 9] and flat.scores.dtype == np.float32
+    assert [(h.positions.tolist(), h.scores.tolist()) for h in flat.split()] == [(h.positions.tolist(), h.scores.tolist()) for h in engine.search(["Paris", "the"], k=3)]
+    assert engine.search_flat([], k=3).lengths.tolist() == []
+
+
+def test_the_retrieve_stage_plans_by_the_registry_not_by_the_engines_name():
+    from clirmatrix.pipeline import config
+    from clirmatrix.pipeline.engines.registry import ENGINES, REGISTRY, engine_kind
+    from clirmatrix.pipeline.method.retrieval import MERGE, PREPARE, SEARCH, RetrievalSettings, plan_units
+
+    assert config.ENGINES is ENGINES and ENGINES[0] == "embedded"
+    assert REGISTRY["elasticsearch"].shards_itself and not REGISTRY["embedded"].shards_itself
+    for name in ENGINES:
+        settings = RetrievalSettings(name, es_url="http://127.0.0.1:9", shard_docs=10, block_size=10)
+        plan = settings.plan("en", 25)
+        steps = [unit.step for unit in plan_units([plan], settings)]
+        if engine_kind(name).shards_itself:  # one unit indexes the language on the cluster, then a unit a block searches it
+            assert plan.shards == 1 and steps == [PREPARE, SEARCH, SEARCH, SEARCH]
+        else:  # three shards: counted, summed, searched and merged
+            assert plan.shards == 3 and SEARCH in steps and MERGE in steps
+    with pytest.raises(ValueError, match="unknown engine 'solr'"):
+        engine_kind("solr")
+    code = "import sys, clirmatrix.pipeline.config; print(sorted(m for m in ('numba', 'clirmatrix.pipeline.engines.embedded', 'clirmatrix.pipeline.engines.elastic') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"  # naming the engines loads none
 
 
 def test_a_busy_search_inside_msearch_is_retried_too(cluster):

@@ -313,10 +313,10 @@ def test_analysing_many_texts_at_once_gives_each_texts_own_tokens(name):
 @pytest.mark.parametrize("name", an.analyzer_names())
 def test_an_index_built_in_bulk_holds_each_texts_own_terms_numbered_as_they_first_occur(name, monkeypatch):
     """Indexing analyses a chunk of texts at once, with a cache of raw tokens kept across chunks (and emptied when full)."""
-    import clirmatrix.pipeline.engines.embedded as embedded
+    from clirmatrix.pipeline.engines.embedded import engine as embedded_engine
 
-    monkeypatch.setattr(embedded, "_ANALYZE_DOCS", 7)  # several chunks, so the cache carries tokens over
-    monkeypatch.setattr(embedded, "_INDEX_TOKEN_CACHE", 20)  # and is emptied on the way
+    monkeypatch.setattr(embedded_engine, "_ANALYZE_DOCS", 7)  # several chunks, so the cache carries tokens over
+    monkeypatch.setattr(embedded_engine, "_INDEX_TOKEN_CACHE", 20)  # and is emptied on the way
     analyzer = an.analyzer_named(name)
     texts = BULK_TEXTS + [f"{w} {v}" for w, v in zip(BULK_TEXTS[2:], reversed(BULK_TEXTS))]
     titles = list(reversed(texts))

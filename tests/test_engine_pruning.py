@@ -33,7 +33,7 @@ def kernel(request, monkeypatch) -> str:
     """Every search test with each kernel: all queries pruned, and all merged (every posting decoded and summed)."""
     if request.param == "merged" and request.node.originalname in INDEX_ONLY:
         pytest.skip("searches nothing")
-    monkeypatch.setattr(embedded, "MERGE_DENSITY", -1.0 if request.param == "pruned" else float("inf"))
+    monkeypatch.setattr(embedded.merged, "MERGE_DENSITY", -1.0 if request.param == "pruned" else float("inf"))
     return request.param
 
 
@@ -171,7 +171,7 @@ def test_each_terms_floor_is_the_kth_best_value_of_its_list():
     rng = random.Random(17)
     engine = build(zipf_docs(rng, [f"w{i}" for i in range(150)], 3_000))
     postings = engine.postings
-    caches = engine._kernel_index()[8]  # the norm caches under the statistics in use
+    caches = engine._kernel_index().caches  # the norm caches under the statistics in use
     _, term_maxima, floors = postings.maxima(caches)
     for f in range(2):
         docs, tfs = postings.unpack(f)
@@ -219,7 +219,7 @@ def test_the_engine_mixes_the_kernels_by_postings_and_still_equals_the_oracle(ke
     words = [f"w{i}" for i in range(400)]
     engine = build(zipf_docs(rng, words, 3_000))
     queries = [" ".join(rng.choices(words[:5] if i % 3 == 0 else words[50:], k=rng.randint(1, 4))) for i in range(300)]  # common words or rare
-    monkeypatch.setattr(embedded, "MERGE_DENSITY", 0.05)
+    monkeypatch.setattr(embedded.merged, "MERGE_DENSITY", 0.05)
     q_ptr, q_terms, _ = engine.query_arrays(queries)
     merged = embedded.choose_merged(q_ptr, q_terms, engine._kernel_index(), engine.size)
     assert 0.2 < merged.mean() < 0.9  # both kernels run

@@ -45,10 +45,11 @@ def test_wheel_holds_only_the_clirmatrix_package(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     code = [n for n in names if ".dist-info/" not in n]
     assert code and all(n.startswith("clirmatrix/") for n in code)
-    for package in ("cli", "pipeline", "beam_jobs", "schemas", "models", *(f"pipeline/{group}" for group in ("io", "method", "output", "tools", "formats", "engines")),
-                    "models/losses", "models/modeling", "models/recipes"):  # fmt: skip
+    groups = ("io", "method", "output", "tools", "formats", "engines", "engines/embedded")
+    for package in ("cli", "pipeline", "beam_jobs", "schemas", "models", *(f"pipeline/{group}" for group in groups), "models/losses", "models/modeling", "models/recipes"):
         assert f"clirmatrix/{package}/__init__.py" in names
     assert not any(n.startswith("clirmatrix/__init__") for n in names)  # a namespace: nothing generic at the top
+    assert "clirmatrix/pipeline/engines/java/LuceneAnalyze.java" in names  # the Lucene harnesses (lucene_jar.py)
     # The measured cost of each part (bench/scale_bench.py writes it), which planning a build reads.
     model = orjson.loads(zipfile.ZipFile(wheel).read("clirmatrix/pipeline/cost_model.json"))
     assert model["measured"] and model["command"].startswith("python bench/scale_bench.py")

@@ -97,13 +97,69 @@ def empty_hits() -> Hits:
     """No results: a query with no tokens, or whose tokens no document has."""
     return Hits(np.zeros(0, np.int32), np.zeros(0, np.float32))
 
+
+def flat_hits(hits: Sequence[Hits]) -> FlatHits:
+    """Queries' ``Hits`` as one ``FlatHits`` (what ``FlatHits.split`` cuts apart)."""
+    lengths = np.array([len(h.positions) for h in hits], dtype=np.int32)
+    if not hits:
+        return FlatHits(lengths, np.zeros(0, np.int32), np.zeros(0, np.float32))
+    return FlatHits(lengths, np.concatenate([h.positions for h in hits]).astype(np.int32), np.concatenate([h.scores for h in hits]).astype(np.float32))
+
+
 # One batch of documents, in index order: (doc_ids, titles, texts).
 DocBatch = tuple[Sequence[str], Sequence[str], Sequence[str]]
 
 
 class Engine(Protocol):
-    doc_ids: Sequence[str]
+    """What the retrieve stage asks of every engine (``engines.registry`` makes them by name).
 
-    def index(self, batches: Iterable[DocBatch]) -> None: ...
+    Documents are numbered by their position in the order they were indexed; hits
+    give those positions, best first, equal scores in position order.
+    """
 
-    def search(self, queries: Sequence[str], k: int = 100) -> list[Hits]: ...
+    reused: bool  # after ``index``: the engine found an index already holding the documents and kept it
+
+    @property
+    def docs(self) -> int:
+        """Documents indexed."""
+        ...
+
+    def index(self, batches: Iterable[DocBatch]) -> None:
+        """Index the documents, batch after batch, in position order; once per engine."""
+        ...
+
+    def search(self, queries: Sequence[str], k: int = 100) -> list[Hits]:
+        """The top ``k`` of each query."""
+        ...
+
+    def search_flat(self, queries: Sequence[str], k: int = 100) -> FlatHits:
+        """``search``'s results as flat arrays, as the retrieve stage writes them."""
+        ...
+
+
+class LocalEngine(Engine, Protocol):
+    """An engine whose index lives in the searching process (``EngineKind.shards_itself`` false), so that a language is cut into shards.
+
+    Sharded retrieval (``retrieval``) stores a shard's index (``save``, then the
+    registry's ``load``) and scores it with the whole language's statistics.
+    """
+
+    def terms(self) -> list[str]:
+        """The index's terms by term id."""
+        ...
+
+    def local_statistics(self) -> CollectionStatistics:
+        """This index's own per-field statistics."""
+        ...
+
+    def local_document_frequencies(self) -> tuple[np.ndarray, np.ndarray]:
+        """(title, text) document frequencies of this index's terms, by term id."""
+        ...
+
+    def use_statistics(self, statistics: CollectionStatistics, df_title: np.ndarray, df_text: np.ndarray) -> None:
+        """Score with a larger collection's statistics: its per-field counts and, by this index's term id, its document frequencies."""
+        ...
+
+    def save(self, folder: str) -> None:
+        """Store the index in ``folder``."""
+        ...

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from clirmatrix.pipeline.engines.base import Bm25Settings, Hits
+from clirmatrix.pipeline.engines.base import Bm25Settings, FlatHits, Hits, flat_hits
 from clirmatrix.pipeline.engines.es_settings import index_body, index_name, msearch_lines
 from clirmatrix.pipeline.errors import InputError
 
@@ -78,7 +78,7 @@ def _reason(body: Any) -> str:
 
 
 class ElasticsearchEngine:
-    """One language's index on a cluster; ``index`` then ``search``, like ``EmbeddedEngine``.
+    """One language's index on a cluster; ``index`` then ``search``, like ``EmbeddedEngine`` (the ``Engine`` contract of ``base``).
 
     Documents are stored with ``_id`` = their position, so hits map back to
     positions; ties are put in position order here, as Lucene's document order
@@ -146,6 +146,10 @@ class ElasticsearchEngine:
             answer = self._retry(lambda searches=searches: self._msearch(searches), "msearch")
             hits += [_hits(response) for response in answer["responses"]]
         return hits
+
+    def search_flat(self, queries: Sequence[str], k: int = 100) -> FlatHits:
+        """``search``'s results as flat arrays (``FlatHits``), as the retrieve stage writes them."""
+        return flat_hits(self.search(queries, k))
 
     def _msearch(self, searches: list[dict]) -> dict:
         from elasticsearch import ApiError

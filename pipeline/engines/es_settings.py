@@ -1,4 +1,4 @@
-"""Elasticsearch index settings and query bodies that reproduce the embedded engine (issue 4, part 1).
+"""Elasticsearch index settings and query bodies that reproduce the embedded engine's analysis and scoring.
 
 One index per language: the analyzer is the embedded analyzer's Elasticsearch twin
 (``Analyzer.spec``: a ``pattern`` tokenizer and ``length`` / ``lowercase`` /

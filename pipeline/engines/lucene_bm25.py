@@ -17,6 +17,9 @@ the field's token count as stored in one byte (``SmallFloat.intToByte4``): exact
 to 23, then 4 significant bits, so a 100-token field scores as if it had 96 tokens.
 A query's clauses add up in double and the sum is cast to float, as Lucene's
 disjunction scorers do.
+
+The norm bytes and the norm cache are computed here; the kernels compute the weights
+and the clause scores from them (``embedded.scoring``).
 """
 
 from __future__ import annotations
@@ -71,16 +74,3 @@ def norm_inverse_cache(k1: float, b: float, avgdl: np.float32) -> np.ndarray:
     one = np.float32(1.0)
     with np.errstate(divide="ignore"):  # k1 = 0 gives infinity, as in Java
         return one / (k1_ * ((one - b_) + b_ * LENGTH_TABLE / avgdl_))
-
-
-def idf(doc_freq: np.ndarray | int, doc_count: int) -> np.ndarray:
-    """``(float) Math.log(1 + (docCount - docFreq + 0.5D) / (docFreq + 0.5D))``."""
-    doc_freq = np.asarray(doc_freq, dtype=np.float64)
-    return np.log(1.0 + (doc_count - doc_freq + 0.5) / (doc_freq + 0.5)).astype(np.float32)
-
-
-def term_score(boost: float, idf_: np.float32, freq: np.ndarray | int, norm_inverse: np.ndarray | np.float32) -> np.ndarray:
-    """One term's score in float32, in Lucene's order of operations."""
-    weight = np.float32(boost) * np.float32(idf_)
-    x = np.float32(1.0) + np.asarray(freq).astype(np.float32) * np.asarray(norm_inverse, dtype=np.float32)
-    return weight - weight / x

@@ -23,8 +23,9 @@ A language of one shard skips 1, 2 and 4: its search unit writes the result. Eac
 result file holds one block of ``block_size`` queries (rows of a query together,
 in rank order), which the label stage reads a block at a time.
 
-With Elasticsearch the cluster holds the index: one unit per language indexes it,
-then one unit per block searches it.
+An engine that shards itself (``EngineKind.shards_itself``: Elasticsearch, whose
+cluster holds the index) takes one unit per language to index it, then one unit per
+block to search it.
 """
 
 from __future__ import annotations
@@ -41,13 +42,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from clirmatrix.pipeline.config import ENGINES, ConfigError, comma_list
-from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics, Engine, FieldStatistics, FlatHits, Hits
+from clirmatrix.pipeline.config import ConfigError, comma_list
+from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics, Engine, FieldStatistics, FlatHits, Hits, LocalEngine
+from clirmatrix.pipeline.engines.registry import ENGINES, EngineKind, engine_kind
 from clirmatrix.pipeline.io import fileio
-from clirmatrix.pipeline.io.fingerprint import fingerprint
 from clirmatrix.pipeline.io.parquet_io import ParquetSink, read_table, write_table
 from clirmatrix.pipeline.io.reports import read_report
-from clirmatrix.pipeline.method.corpus import WorkDirs, iter_catalog, iter_docs
+from clirmatrix.pipeline.method.corpus import Folders, WorkDirs, iter_catalog, iter_docs
 from clirmatrix.pipeline.method.units import DEFAULT_BLOCK_SIZE, DEFAULT_SEARCH_UNIT_QUERIES, DEFAULT_SHARD_DOCS
 from clirmatrix.schemas import RETRIEVAL, TERM_COUNTS
 from clirmatrix.schemas.contracts import LanguagePlan, Unit
@@ -102,9 +103,14 @@ class RetrievalSettings:
             raise ConfigError(f"--es-url names no Elasticsearch for {lang} (it has {', '.join(sorted(urls))})")
         return urls[lang]
 
+    @property
+    def kind(self) -> EngineKind:
+        """The engine's registry entry."""
+        return engine_kind(self.engine)
+
     def plan(self, lang: str, docs: int) -> LanguagePlan:
-        """How ``lang`` is cut: Elasticsearch shards on its own, the embedded engine by ``shard_docs``."""
-        shards = 1 if self.engine == "elasticsearch" else max(1, -(-docs // self.shard_docs))
+        """How ``lang`` is cut: an engine that shards itself (Elasticsearch) not at all, one whose index is local (embedded) by ``shard_docs``."""
+        shards = 1 if self.kind.shards_itself else max(1, -(-docs // self.shard_docs))
         return LanguagePlan(lang, docs, shards, self.block_size)
 
 
@@ -112,31 +118,12 @@ def check_engine(settings: RetrievalSettings, langs: Sequence[str] = ()) -> None
     """Fail before any work starts when the engine cannot run: unknown, or a cluster that does not answer."""
     if settings.engine not in ENGINES:
         raise ConfigError(f"unknown engine {settings.engine!r}; choose from {', '.join(ENGINES)}")
-    if settings.engine == "elasticsearch":
-        if not settings.es_url:
-            raise ConfigError("--engine elasticsearch needs --es-url (or CLIRMATRIX_ES_URL); start the nodes with `docker compose up -d`")
-        from clirmatrix.pipeline.engines.elastic import connect, with_retries
-
-        for lang in langs:
-            settings.es_url_for(lang)  # every language has a node
-        for url in sorted(set(settings.es_urls().values())):
-            with_retries(connect(url, timeout=10).info, url, "cluster check", retries=2)
+    settings.kind.check(settings, langs)
 
 
 def make_engine(settings: RetrievalSettings, lang: str) -> Engine:
-    """A fresh engine for one language (or shard)."""
-    from clirmatrix.pipeline.engines.analyzers import analyzer_for
-
-    if settings.engine == "elasticsearch":
-        from clirmatrix.pipeline.engines.elastic import ElasticsearchEngine, connect
-
-        url = settings.es_url_for(lang)
-        # The index is reused only for the same documents *and* the same analysis and BM25 settings.
-        key = fingerprint(settings.docs_key, lang, asdict(settings.bm25), analyzer_for(lang).spec) if settings.docs_key else ""
-        return ElasticsearchEngine(connect(url), url, lang, settings.bm25, fingerprint=key)
-    from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
-
-    return EmbeddedEngine(analyzer_for(lang), settings.bm25, threads=settings.threads)
+    """A fresh engine for one language (or shard), made by its registry entry."""
+    return settings.kind.make(settings, lang)
 
 
 def plan_units(plans: Sequence[LanguagePlan], settings: RetrievalSettings) -> list[Unit]:
@@ -144,7 +131,7 @@ def plan_units(plans: Sequence[LanguagePlan], settings: RetrievalSettings) -> li
     units: list[Unit] = []
     for plan in sorted(plans, key=lambda p: (-p.docs, p.lang)):
         lang = plan.lang
-        if settings.engine == "elasticsearch":
+        if settings.kind.shards_itself:
             units.append(Unit(PREPARE, f"index.{lang}", (plan, 0)))
             units += [Unit(SEARCH, f"search.{lang}.{block:05d}", (plan, block)) for block in range(plan.blocks)]
         elif plan.shards == 1:
@@ -188,7 +175,7 @@ def flat_hits_table(query_start: int, hits: FlatHits, doc_offset: int = 0) -> pa
     return pa.table([pa.array(query), pa.array(doc), pa.array(np.asarray(hits.scores, dtype=np.float32))], schema=RETRIEVAL)
 
 
-def _index(work: WorkDirs, settings: RetrievalSettings, plan: LanguagePlan, shard: int):
+def _index(work: WorkDirs, settings: RetrievalSettings, plan: LanguagePlan, shard: int) -> Engine:
     """An engine over one shard of the language's documents (the whole language when it has one)."""
     start, end = plan.shard(shard)
     engine = make_engine(settings, plan.lang)
@@ -204,29 +191,14 @@ def term_partitions(terms: Sequence[str], partitions: int) -> np.ndarray:
     return np.fromiter((zlib.crc32(term.encode()) % partitions for term in terms), dtype=np.int64, count=len(terms))
 
 
-def save_index(engine, folder: str) -> None:
-    """Store an embedded engine's index: one ``.npy`` file per array and the terms, written without copies."""
-    for name, array in engine.arrays().items():
-        with fileio.atomic_create(fileio.join(folder, f"{name}.npy")) as handle:
-            np.lib.format.write_array_header_1_0(handle, np.lib.format.header_data_from_array_1_0(array))
-            handle.write(memoryview(np.ascontiguousarray(array)).cast("B"))
-    write_table(fileio.join(folder, "terms.parquet"), pa.table([pa.array(engine.terms(), pa.string())], schema=_TERMS), _TERMS)
+def save_index(engine: LocalEngine, folder: str) -> None:
+    """Store a shard's index in ``folder`` (the engine writes it: the embedded one, ``embedded.index.save``)."""
+    engine.save(folder)
 
 
-def load_index(folder: str, settings: RetrievalSettings, lang: str):
-    """The engine ``save_index`` stored, ready to search."""
-    from clirmatrix.pipeline.engines.analyzers import analyzer_for
-    from clirmatrix.pipeline.engines.embedded import EmbeddedEngine, Postings
-
-    arrays = {}
-    for part in Postings.PARTS:
-        with fileio.open_raw(fileio.join(folder, f"{part}.npy")) as handle:
-            arrays[part] = np.lib.format.read_array(handle)
-    terms = read_table([fileio.join(folder, "terms.parquet")], _TERMS).column("term").to_pylist()
-    return EmbeddedEngine.from_arrays(analyzer_for(lang), settings.bm25, arrays, terms, threads=settings.threads)
-
-
-_TERMS = pa.schema([pa.field("term", pa.string(), nullable=False)], metadata={"clirmatrix.artefact": "index_terms"})
+def load_index(folder: str, settings: RetrievalSettings, lang: str) -> LocalEngine:
+    """The engine over the index ``save_index`` stored, ready to search."""
+    return settings.kind.load(folder, settings, lang)
 
 
 def count_shard_terms(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, shard: int) -> dict:
@@ -262,7 +234,7 @@ def language_statistics(work: WorkDirs, plan: LanguagePlan) -> CollectionStatist
     """The language's field statistics: the sum of its shards' (from the count step's reports)."""
     total = None
     for shard in range(plan.shards):
-        found = read_report(work.stage("retrieval"), count_name(plan.lang, shard))["statistics"]
+        found = read_report(work.stage(Folders.retrieval), count_name(plan.lang, shard))["statistics"]
         shard_statistics = CollectionStatistics(FieldStatistics(**found["title"]), FieldStatistics(**found["text"]))
         total = shard_statistics if total is None else total + shard_statistics
     return total
@@ -298,8 +270,8 @@ def _query_batches(work: WorkDirs, plan: LanguagePlan, block: int) -> Iterator[t
 
 def search(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part: int, first_block: int = 0, end_block: int | None = None) -> dict:
     """Step 3: search blocks ``[first_block, end_block)`` of the language's queries (all by default) in one shard (embedded), or one block (Elasticsearch)."""
-    if settings.engine == "elasticsearch":
-        return _search_block_es(work_root, settings, plan, part)
+    if settings.kind.shards_itself:
+        return _search_block_on_cluster(work_root, settings, plan, part)
     end_block = plan.blocks if end_block is None else end_block
     work = WorkDirs(work_root)
     started, started_cpu = time.perf_counter(), time.process_time()
@@ -331,8 +303,8 @@ def search(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part
     return report
 
 
-def search_blocks(work: WorkDirs, settings: RetrievalSettings, plan: LanguagePlan, part: int, engine, blocks: Iterable[int]) -> tuple[int, int, int]:
-    """The search step's work once its shard's embedded engine is ready: each block's titles searched and their hits written.
+def search_blocks(work: WorkDirs, settings: RetrievalSettings, plan: LanguagePlan, part: int, engine: Engine, blocks: Iterable[int]) -> tuple[int, int, int]:
+    """The search step's work once its shard's engine is ready (or the cluster's index): each block's titles searched and their hits written.
 
     Titles are read ``QUERY_BATCH`` at a time (each batch one row group of the hits
     file), analysed together and searched in one call, and the hits go from the
@@ -449,34 +421,28 @@ def merge_shard_hits(work_root: str, settings: RetrievalSettings, plan: Language
 
 def prepare(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part: int) -> dict:
     """Step 1: count a shard's terms (embedded), or index the language on the cluster (Elasticsearch)."""
-    if settings.engine == "elasticsearch":
-        return _index_language_es(work_root, settings, plan)
+    if settings.kind.shards_itself:
+        return _index_language_on_cluster(work_root, settings, plan)
     return count_shard_terms(work_root, settings, plan, part)
 
 
-def _index_language_es(work_root: str, settings: RetrievalSettings, plan: LanguagePlan) -> dict:
+def _index_language_on_cluster(work_root: str, settings: RetrievalSettings, plan: LanguagePlan) -> dict:
     started = time.perf_counter()
     engine = _index(WorkDirs(work_root), settings, plan, 0)
     return {"lang": plan.lang, "docs": engine.docs, "reused": engine.reused, "index_seconds": round(time.perf_counter() - started, 3)}
 
 
-def _search_block_es(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, block: int) -> dict:
+def _search_block_on_cluster(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, block: int) -> dict:
     work = WorkDirs(work_root)
     engine = make_engine(settings, plan.lang)  # the prepare step indexed the language
     started = time.perf_counter()
-    queries = no_hits = 0
-    with ParquetSink(work.retrieval_file(plan.lang, block), RETRIEVAL) as sink:
-        for first, titles in _query_batches(work, plan, block):
-            found = engine.search(titles, settings.k)
-            sink.add_table(hits_table(first, found))
-            queries += len(found)
-            no_hits += sum(1 for h in found if len(h.positions) == 0)
+    queries, hits, no_hits = search_blocks(work, settings, plan, 0, engine, [block])
     return {
         "lang": plan.lang,
         "block": block,
         "queries": queries,
         "queries_without_hits": no_hits,
-        "hits": sink.rows,
+        "hits": hits,
         "search_seconds": round(time.perf_counter() - started, 3),
     }
 
