@@ -24,7 +24,7 @@ from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.method import retrieval
 from clirmatrix.pipeline.method.corpus import Folders
 from clirmatrix.pipeline.method.retrieval import RetrievalSettings
-from clirmatrix.schemas.contracts import LanguagePlan, Unit
+from clirmatrix.schemas.contracts import LanguagePlan, Report, Unit
 
 
 def retrieval_settings(config: BuildConfig) -> RetrievalSettings:
@@ -75,10 +75,10 @@ class Retrieve(Stage):
     def plan(self, upstream: dict[str, dict]) -> list[Unit]:
         return retrieval.plan_units(self.plans(upstream), self.settings)
 
-    def run_unit(self, unit: Unit) -> dict:
-        return retrieval.STEPS[unit.step](self.work_root, self.settings, *unit.task)
+    def run_unit(self, unit: Unit) -> Report:
+        return retrieval.run_unit(self.work_root, self.settings, unit)
 
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, dict]) -> dict:
+    def summarise(self, upstream: dict[str, dict], reports: dict[str, Report]) -> dict:
         for scratch in ("_index", "_shards"):  # the shards' indexes and hits: merged by now
             fileio.remove_tree(fileio.join(self.stage_dir, scratch))
         plans = self.plans(upstream)

@@ -115,6 +115,32 @@ class BlockTask:
 
 
 @dataclass(frozen=True)
+class ShardTask:
+    """One shard of a language's documents: its terms counted and its index stored (retrieve; a cluster: the whole language indexed)."""
+
+    plan: LanguagePlan
+    shard: int
+
+
+@dataclass(frozen=True)
+class PartitionTask:
+    """One partition of a language's terms: their document frequencies summed over the shards (retrieve)."""
+
+    plan: LanguagePlan
+    partition: int
+
+
+@dataclass(frozen=True)
+class SearchTask:
+    """Blocks ``[first_block, end_block)`` of a language's titles searched in one shard (retrieve)."""
+
+    plan: LanguagePlan
+    shard: int
+    first_block: int
+    end_block: int
+
+
+@dataclass(frozen=True)
 class PairingTask:
     """One language's documents paired with the same entity's article in each of ``langs`` (propagate)."""
 
@@ -244,6 +270,73 @@ class LinkReport(Report):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TermCountReport(Report):
+    """A shard indexed and its terms counted: how many terms, and its field statistics (which the search step adds up)."""
+
+    lang: str
+    shard: int
+    terms: int
+    statistics: dict[str, dict[str, int]]  # ``CollectionStatistics`` as a dict: title and text, each doc_count and sum_total_term_freq
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class TermSumReport(Report):
+    """A partition of a language's terms with their language-wide document frequencies."""
+
+    lang: str
+    partition: int
+    terms: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterIndexReport(Report):
+    """A language indexed on an engine that shards it itself (Elasticsearch), or found indexed already (``reused``)."""
+
+    lang: str
+    docs: int
+    reused: bool
+    index_seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchReport(Report):
+    """Blocks of titles searched in one shard: queries, hits and what indexing and searching cost."""
+
+    lang: str
+    shard: int
+    blocks: list[int]  # [first, end)
+    docs: int
+    queries: int
+    hits: int
+    index_seconds: float
+    search_seconds: float
+    index_cpu_seconds: float  # of every thread of the process: what a core-hour counts
+    search_cpu_seconds: float
+    queries_without_hits: int | None = None  # a language of one shard: its hits are final; else the merge step counts them
+
+    @property
+    def final(self) -> bool:
+        return self.queries_without_hits is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlockHitsReport(Report):
+    """One block's final hits: merged from the shards', or searched on a cluster."""
+
+    lang: str
+    block: int
+    queries: int
+    queries_without_hits: int
+    hits: int
+    search_seconds: float | None = None  # on a cluster: the block's search; merging searches nothing
+
+    @property
+    def final(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, kw_only=True)
 class LabelReport(Report):
     """A block of queries labelled: its queries and how many documents got each label ("1".."6")."""
 
@@ -340,7 +433,7 @@ class FilesReport(Report):
 _REPORT_KINDS = {
     kind.__name__: kind
     for kind in (
-        DocsLanguageReport, LinksFileReport, LinkReport, LabelReport, PairingReport, CarryReport,
+        DocsLanguageReport, LinksFileReport, LinkReport, TermCountReport, TermSumReport, ClusterIndexReport, SearchReport, BlockHitsReport, LabelReport, PairingReport, CarryReport,
         SplitsReport, EvalReport, Multi8EvalReport, Multi8QueriesReport, EvalKeysReport, ListsReport, FilesReport, CountReport,
     )
 }  # fmt: skip

@@ -97,7 +97,7 @@ def test_sharded_retrieval_equals_unsharded_bit_for_bit(work_copy, built, shard_
     per_unit = max(1, search_unit_queries // settings.block_size)
     searches = [unit for unit in units if unit.step == retrieval.SEARCH]
     assert len(searches) == sum(plan.shards * -(-plan.blocks // per_unit) for plan in plans)
-    assert all(end - first <= per_unit for _, _, first, end in (unit.task for unit in searches))
+    assert all(unit.task.end_block - unit.task.first_block <= per_unit for unit in searches)
     if search_unit_queries == 1:
         assert len(searches) == sum(plan.shards * plan.blocks for plan in plans) > 2 * len(plans)
     shutil.rmtree(work_copy / "retrieval")

@@ -51,7 +51,20 @@ from clirmatrix.pipeline.io.reports import read_report
 from clirmatrix.pipeline.method.corpus import Folders, WorkDirs, iter_catalog, iter_docs
 from clirmatrix.pipeline.method.units import DEFAULT_BLOCK_SIZE, DEFAULT_SEARCH_UNIT_QUERIES, DEFAULT_SHARD_DOCS
 from clirmatrix.schemas import RETRIEVAL, TERM_COUNTS
-from clirmatrix.schemas.contracts import LanguagePlan, Unit
+from clirmatrix.schemas.contracts import (
+    BlockHitsReport,
+    BlockTask,
+    ClusterIndexReport,
+    LanguagePlan,
+    PartitionTask,
+    Report,
+    SearchReport,
+    SearchTask,
+    ShardTask,
+    TermCountReport,
+    TermSumReport,
+    Unit,
+)
 
 LOG = logging.getLogger("clirmatrix")
 QUERY_BATCH = 10_000  # queries searched per engine call and written per row group
@@ -131,21 +144,21 @@ def plan_units(plans: Sequence[LanguagePlan], settings: RetrievalSettings) -> li
     units: list[Unit] = []
     for plan in sorted(plans, key=lambda p: (-p.docs, p.lang)):
         lang = plan.lang
-        if settings.kind.shards_itself:
-            units.append(Unit(PREPARE, f"index.{lang}", (plan, 0)))
-            units += [Unit(SEARCH, f"search.{lang}.{block:05d}", (plan, block)) for block in range(plan.blocks)]
+        if settings.kind.shards_itself:  # one unit indexes the language on the cluster, then one a block searches it
+            units.append(Unit(PREPARE, f"index.{lang}", ShardTask(plan, 0)))
+            units += [Unit(SEARCH, f"search.{lang}.{block:05d}", SearchTask(plan, 0, block, block + 1)) for block in range(plan.blocks)]
         elif plan.shards == 1:
-            units.append(Unit(SEARCH, f"search.{lang}.00000", (plan, 0)))
+            units.append(Unit(SEARCH, f"search.{lang}.00000", SearchTask(plan, 0, 0, plan.blocks)))
         else:
-            units += [Unit(PREPARE, count_name(lang, shard), (plan, shard)) for shard in range(plan.shards)]
-            units += [Unit(SUM, f"sum.{lang}.{part:05d}", (plan, part)) for part in range(plan.shards)]
+            units += [Unit(PREPARE, count_name(lang, shard), ShardTask(plan, shard)) for shard in range(plan.shards)]
+            units += [Unit(SUM, f"sum.{lang}.{part:05d}", PartitionTask(plan, part)) for part in range(plan.shards)]
             groups = plan.block_groups(settings.search_unit_queries)
             units += [
-                Unit(SEARCH, search_name(lang, shard, group), (plan, shard, first, end))
+                Unit(SEARCH, search_name(lang, shard, group), SearchTask(plan, shard, first, end))
                 for shard in range(plan.shards)
                 for group, (first, end) in enumerate(groups)
             ]
-            units += [Unit(MERGE, f"merge.{lang}.{block:05d}", (plan, block)) for block in range(plan.blocks)]
+            units += [Unit(MERGE, f"merge.{lang}.{block:05d}", BlockTask(plan, block)) for block in range(plan.blocks)]
     return units
 
 
@@ -201,7 +214,7 @@ def load_index(folder: str, settings: RetrievalSettings, lang: str) -> LocalEngi
     return settings.kind.load(folder, settings, lang)
 
 
-def count_shard_terms(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, shard: int) -> dict:
+def count_shard_terms(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, shard: int) -> TermCountReport:
     """Step 1, one shard: index it (and store the index for step 3), its terms' document frequencies by partition, its field statistics."""
     work = WorkDirs(work_root)
     started = time.perf_counter()
@@ -217,17 +230,17 @@ def count_shard_terms(work_root: str, settings: RetrievalSettings, plan: Languag
         write_table(work.shard_terms_file(plan.lang, part, shard), table, TERM_COUNTS)
     statistics = engine.local_statistics()
     LOG.info("%s: shard %d/%d counted (%s terms)", plan.lang, shard + 1, plan.shards, f"{len(terms):,}")
-    return {"lang": plan.lang, "shard": shard, "terms": len(terms), "statistics": asdict(statistics), "seconds": round(time.perf_counter() - started, 3)}
+    return TermCountReport(lang=plan.lang, shard=shard, terms=len(terms), statistics=asdict(statistics), seconds=round(time.perf_counter() - started, 3))
 
 
-def sum_term_counts(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part: int) -> dict:
+def sum_term_counts(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part: int) -> TermSumReport:
     """Step 2, one partition of the terms: each term's document frequencies over the whole language."""
     work = WorkDirs(work_root)
     counts = read_table([work.shard_terms_file(plan.lang, part, shard) for shard in range(plan.shards)], TERM_COUNTS)
     summed = counts.group_by("term", use_threads=False).aggregate([("df_title", "sum"), ("df_text", "sum")])
     table = pa.table([summed.column("term"), summed.column("df_title_sum"), summed.column("df_text_sum")], schema=TERM_COUNTS).sort_by("term")
     write_table(work.term_counts_file(plan.lang, part), table, TERM_COUNTS)
-    return {"lang": plan.lang, "partition": part, "terms": table.num_rows}
+    return TermSumReport(lang=plan.lang, partition=part, terms=table.num_rows)
 
 
 def language_statistics(work: WorkDirs, plan: LanguagePlan) -> CollectionStatistics:
@@ -268,11 +281,10 @@ def _query_batches(work: WorkDirs, plan: LanguagePlan, block: int) -> Iterator[t
         first += len(titles)
 
 
-def search(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part: int, first_block: int = 0, end_block: int | None = None) -> dict:
-    """Step 3: search blocks ``[first_block, end_block)`` of the language's queries (all by default) in one shard (embedded), or one block (Elasticsearch)."""
+def search(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part: int, first_block: int, end_block: int) -> SearchReport | BlockHitsReport:
+    """Step 3: search blocks ``[first_block, end_block)`` of the language's queries in one shard (embedded), or a block on the cluster."""
     if settings.kind.shards_itself:
-        return _search_block_on_cluster(work_root, settings, plan, part)
-    end_block = plan.blocks if end_block is None else end_block
+        return _search_block_on_cluster(work_root, settings, plan, first_block)
     work = WorkDirs(work_root)
     started, started_cpu = time.perf_counter(), time.process_time()
     if plan.shards == 1:
@@ -285,22 +297,12 @@ def search(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part
     offset = plan.shard(part)[0]
     queries, hits, no_hits = search_blocks(work, settings, plan, part, engine, range(first_block, end_block))
     searched, searched_cpu = time.perf_counter(), time.process_time()
-    report = {
-        "lang": plan.lang,
-        "shard": part,
-        "blocks": [first_block, end_block],
-        "docs": plan.shard(part)[1] - offset,
-        "queries": queries,
-        "hits": hits,
-        "index_seconds": round(indexed - started, 3),
-        "search_seconds": round(searched - indexed, 3),
-        # CPU of every thread of the process (what a core-hour counts), beside the wall-clock times above
-        "index_cpu_seconds": round(indexed_cpu - started_cpu, 3),
-        "search_cpu_seconds": round(searched_cpu - indexed_cpu, 3),
-    }
-    if plan.shards == 1:
-        report["queries_without_hits"] = no_hits
-    return report
+    return SearchReport(
+        lang=plan.lang, shard=part, blocks=[first_block, end_block], docs=plan.shard(part)[1] - offset, queries=queries, hits=hits,
+        index_seconds=round(indexed - started, 3), search_seconds=round(searched - indexed, 3),
+        index_cpu_seconds=round(indexed_cpu - started_cpu, 3), search_cpu_seconds=round(searched_cpu - indexed_cpu, 3),
+        queries_without_hits=no_hits if plan.shards == 1 else None,
+    )  # fmt: skip
 
 
 def search_blocks(work: WorkDirs, settings: RetrievalSettings, plan: LanguagePlan, part: int, engine: Engine, blocks: Iterable[int]) -> tuple[int, int, int]:
@@ -400,7 +402,7 @@ def merge_hits(tables: Sequence[pa.Table], k: int) -> pa.Table:
     return pa.table([pa.array(column[:written]) for column in out], schema=RETRIEVAL)
 
 
-def merge_shard_hits(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, block: int) -> dict:
+def merge_shard_hits(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, block: int) -> BlockHitsReport:
     """Step 4, one block of queries: the top ``k`` of every shard merged into the language's top ``k``."""
     work = WorkDirs(work_root)
     readers = [_SortedByQuery(work.shard_hits_file(plan.lang, block, shard)) for shard in range(plan.shards)]
@@ -416,50 +418,54 @@ def merge_shard_hits(work_root: str, settings: RetrievalSettings, plan: Language
     finally:
         for reader in readers:
             reader.close()
-    return {"lang": plan.lang, "block": block, "queries": end - start, "queries_without_hits": end - start - answered, "hits": sink.rows}
+    return BlockHitsReport(lang=plan.lang, block=block, queries=end - start, queries_without_hits=end - start - answered, hits=sink.rows)
 
 
-def prepare(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part: int) -> dict:
+def prepare(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, part: int) -> TermCountReport | ClusterIndexReport:
     """Step 1: count a shard's terms (embedded), or index the language on the cluster (Elasticsearch)."""
     if settings.kind.shards_itself:
         return _index_language_on_cluster(work_root, settings, plan)
     return count_shard_terms(work_root, settings, plan, part)
 
 
-def _index_language_on_cluster(work_root: str, settings: RetrievalSettings, plan: LanguagePlan) -> dict:
+def _index_language_on_cluster(work_root: str, settings: RetrievalSettings, plan: LanguagePlan) -> ClusterIndexReport:
     started = time.perf_counter()
     engine = _index(WorkDirs(work_root), settings, plan, 0)
-    return {"lang": plan.lang, "docs": engine.docs, "reused": engine.reused, "index_seconds": round(time.perf_counter() - started, 3)}
+    return ClusterIndexReport(lang=plan.lang, docs=engine.docs, reused=engine.reused, index_seconds=round(time.perf_counter() - started, 3))
 
 
-def _search_block_on_cluster(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, block: int) -> dict:
+def _search_block_on_cluster(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, block: int) -> BlockHitsReport:
     work = WorkDirs(work_root)
     engine = make_engine(settings, plan.lang)  # the prepare step indexed the language
     started = time.perf_counter()
     queries, hits, no_hits = search_blocks(work, settings, plan, 0, engine, [block])
-    return {
-        "lang": plan.lang,
-        "block": block,
-        "queries": queries,
-        "queries_without_hits": no_hits,
-        "hits": hits,
-        "search_seconds": round(time.perf_counter() - started, 3),
-    }
+    return BlockHitsReport(lang=plan.lang, block=block, queries=queries, queries_without_hits=no_hits, hits=hits, search_seconds=round(time.perf_counter() - started, 3))
 
 
-STEPS = {PREPARE: prepare, SUM: sum_term_counts, SEARCH: search, MERGE: merge_shard_hits}
+def run_unit(work_root: str, settings: RetrievalSettings, unit: Unit) -> Report:
+    """A unit of the stage, routed by the type of its task to its step's function."""
+    match unit.task:
+        case ShardTask(plan, shard):
+            return prepare(work_root, settings, plan, shard)
+        case PartitionTask(plan, partition):
+            return sum_term_counts(work_root, settings, plan, partition)
+        case SearchTask(plan, shard, first_block, end_block):
+            return search(work_root, settings, plan, shard, first_block, end_block)
+        case BlockTask(plan, block):
+            return merge_shard_hits(work_root, settings, plan, block)
+    raise TypeError(f"retrieval has no step for {unit.task!r}")
 
 
-def summarise(plans: Sequence[LanguagePlan], reports: dict[str, dict], settings: RetrievalSettings) -> dict[str, dict]:
+def summarise(plans: Sequence[LanguagePlan], reports: dict[str, Report], settings: RetrievalSettings) -> dict[str, dict]:
     """Per language: documents, queries, queries without hits, hits, and the seconds spent (summed over units)."""
     languages = {}
     for plan in sorted(plans, key=lambda p: p.lang):
-        mine = {name: report for name, report in reports.items() if name.split(".")[1] == plan.lang}
-        final = [r for name, r in mine.items() if "queries_without_hits" in r]
-        searched = [r for name, r in mine.items() if name.startswith("search.")]
-        index_seconds = sum(r.get("index_seconds", 0.0) for r in mine.values())
-        search_seconds = sum(r.get("search_seconds", 0.0) for r in searched)
-        queries = sum(r["queries"] for r in final)
+        mine = [report for report in reports.values() if report.lang == plan.lang]
+        final = [r for r in mine if isinstance(r, (SearchReport, BlockHitsReport)) and r.final]
+        searched = [r for r in mine if isinstance(r, SearchReport) or (isinstance(r, BlockHitsReport) and r.search_seconds is not None)]
+        index_seconds = sum(r.index_seconds for r in mine if isinstance(r, (SearchReport, ClusterIndexReport)))
+        search_seconds = sum(r.search_seconds for r in searched)
+        queries = sum(r.queries for r in final)
         languages[plan.lang] = {
             "lang": plan.lang,
             "docs": plan.docs,
@@ -467,8 +473,8 @@ def summarise(plans: Sequence[LanguagePlan], reports: dict[str, dict], settings:
             "blocks": plan.blocks,
             "plan": plan.to_dict(),
             "queries": queries,
-            "queries_without_hits": sum(r["queries_without_hits"] for r in final),
-            "hits": sum(r["hits"] for r in final),
+            "queries_without_hits": sum(r.queries_without_hits for r in final),
+            "hits": sum(r.hits for r in final),
             "index_seconds": round(index_seconds, 3),
             "search_seconds": round(search_seconds, 3),
             # Per core: every shard searches every query, so this is the language's queries over all shards' search time.
