@@ -31,7 +31,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from clirmatrix.beam_jobs import common
-from clirmatrix.beam_jobs.stages import Stage, doc_summary, run_job
+from clirmatrix.beam_jobs.stages import Stage, run_job
 from clirmatrix.pipeline.config import DEFAULT_MIN_DOCS, DEFAULT_SPLIT_BYTES, BuildConfig
 from clirmatrix.pipeline.formats import cirrus, enterprise_html, mediawiki_xml
 from clirmatrix.pipeline.io import bz2_ranges, fileio, gzip_parts, gzip_ranges
@@ -368,7 +368,6 @@ class ExtractDocs(Stage):
     name = "extract_docs"
     folder = Folders.docs
     flags = ("dumps", "langs", "skip_missing", "source", "min_docs", "max_bad_fraction", "split_mb")
-    doc = doc_summary(__doc__)
 
     def __init__(self, work_root: str, dumps: dict[str, list[DumpFile]], settings: DocsSettings = DocsSettings()) -> None:
         super().__init__(work_root)

@@ -24,7 +24,7 @@ from typing import IO, BinaryIO, NamedTuple
 import apache_beam as beam
 
 from clirmatrix.beam_jobs import common
-from clirmatrix.beam_jobs.stages import Stage, doc_summary, run_job
+from clirmatrix.beam_jobs.stages import Stage, run_job
 from clirmatrix.pipeline.config import DEFAULT_SPLIT_BYTES, BuildConfig
 from clirmatrix.pipeline.formats.mediawiki_sql import read_items_per_site, read_page_props
 from clirmatrix.pipeline.formats.wikidata import Framing, Sitelink, SitelinkFilter, read_sitelinks
@@ -175,7 +175,6 @@ class ExtractSitelinks(Stage):
     name = "extract_sitelinks"
     folder = Folders.sitelinks
     flags = ("dumps", "langs", "source", "skip_missing", "links", "max_bad_fraction", "split_mb")
-    doc = doc_summary(__doc__)
 
     def __init__(
         self, work_root: str, sources: LinkInputs, langs: Sequence[str] = (), max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION,

@@ -16,7 +16,7 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 
-from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job
+from clirmatrix.beam_jobs.stages import Stage, Step, run_job
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.method.corpus import Folders
 from clirmatrix.pipeline.method.labels import label_block
@@ -30,7 +30,6 @@ class Label(Stage):
     folder = Folders.labels
     reads = (Folders.retrieval,)
     steps = (Step("label", "LabelBlock", "a block's hits labelled by Jenks breaks"),)
-    doc = doc_summary(__doc__)
 
     @classmethod
     def from_config(cls, work_root: str, config: BuildConfig) -> Label:

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job
+from clirmatrix.beam_jobs.stages import Stage, Step, run_job
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.method.corpus import Folders
@@ -34,7 +34,6 @@ class LinkEntities(Stage):
     folder = Folders.entity_docs
     reads = (Folders.docs, Folders.sitelinks)
     steps = (Step("link", "LinkLanguage", "a language's titles and entities matched to its sitelinks"),)
-    doc = doc_summary(__doc__)
 
     @classmethod
     def from_config(cls, work_root: str, config: BuildConfig) -> LinkEntities:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job
+from clirmatrix.beam_jobs.stages import Stage, Step, run_job
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.method.corpus import Folders
 from clirmatrix.pipeline.method.propagation import propagate_block, write_doc_links
@@ -33,7 +33,6 @@ class Propagate(Stage):
         Step("propagate", "CarryLabels", "each block's labels carried through those pairs"),
     )
     flags = ("langs",)
-    doc = doc_summary(__doc__)
 
     def __init__(self, work_root: str, langs: Sequence[str] = ()) -> None:
         super().__init__(work_root)

@@ -17,7 +17,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import replace
 
-from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job, sum_reports
+from clirmatrix.beam_jobs.stages import Stage, Step, run_job, sum_reports
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.io import fileio
@@ -52,7 +52,6 @@ class Retrieve(Stage):
     flags = (
         "langs", "engine", "k", "k1", "b", "title_boost", "combine", "es_url", "threads", "shard_docs", "block_size", "search_unit_queries",
     )  # fmt: skip
-    doc = doc_summary(__doc__)
 
     def __init__(self, work_root: str, settings: RetrievalSettings, langs: Sequence[str] = ()) -> None:
         super().__init__(work_root)

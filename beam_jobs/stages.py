@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import logging
 import re
+import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -61,7 +62,6 @@ class Stage(ABC):
     reads: ClassVar[tuple[str, ...]] = ()  # folders of the stages it reads, which must have finished
     steps: ClassVar[tuple[Step, ...]] = ()
     flags: ClassVar[tuple[str, ...]] = ()  # the BuildConfig settings its own command takes besides --work
-    doc: ClassVar[str] = ""  # what its own command's --help says first
 
     def __init__(self, work_root: str) -> None:
         self.work_root = work_root
@@ -163,7 +163,7 @@ def beam_flags(beam_args: Sequence[str]) -> list[str]:
 
 def run_job(stage_class: type[Stage], argv: Sequence[str] | None = None) -> dict:
     """A stage's own command: ``--work WORK``, its ``flags`` from ``BuildConfig``, Beam's flags; the stage run as the build would."""
-    description = stage_class.doc or stage_class.__doc__ or stage_class.name
+    description = doc_summary(sys.modules[stage_class.__module__].__doc__ or stage_class.__doc__ or stage_class.name)
     settings = (*stage_class.flags, "workers")
     parser = config_parser(description, settings, lambda p: p.add_argument("--work", required=True, help="The build's work folder."))
     args, config, beam_args = parse_config(parser, argv, settings, needs=[name for name in ("dumps", "out") if name in settings])

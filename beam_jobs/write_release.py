@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from clirmatrix.beam_jobs.stages import Stage, Step, doc_summary, run_job
+from clirmatrix.beam_jobs.stages import Stage, Step, run_job
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.method import splits
@@ -97,7 +97,6 @@ class WriteRelease(Stage):
         Step(MULTI8, "WriteMulti8", "the MULTI-8 files of each document language"),
     )
     flags = ("out", "langs", "multi_langs", "seed", "train_size", "eval_size", "base_url")
-    doc = doc_summary(__doc__)
 
     def __init__(self, work_root: str, out_root: str, settings: ReleaseSettings = ReleaseSettings(), langs: Sequence[str] = ()) -> None:
         super().__init__(work_root)

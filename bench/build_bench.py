@@ -14,7 +14,9 @@ in-process runner, and prints:
 With ``--against REV`` it instead times this tree and git revision REV side by side
 on the same dumps, alternating which goes first, ``--rounds`` times each, and prints
 per stage the median and range of both and their ratio (REV runs from a worktree
-of its own, imported ahead of the installed tree).
+of its own, imported ahead of the installed tree), and whether both wrote the same
+bytes: the md5 of every released file (``manifest.json`` and ``report.html`` aside,
+which name versions and stages) after every build.
 
 Usage: python bench/build_bench.py [--docs 58000] [--workers 2] [--out bench/out/build] [--against REV --rounds 2]
 """
@@ -66,6 +68,7 @@ def compare(args: argparse.Namespace, dumps: Path) -> None:
         (shim / package).symlink_to(tree / package)
     contenders = {"this tree": None, args.against: str(shim.parent)}
     times: dict[str, list[dict]] = {name: [] for name in contenders}
+    digests: dict[str, set[str]] = {}
     try:
         for round_ in range(args.rounds):
             for name in list(contenders)[:: 1 if round_ % 2 == 0 else -1]:
@@ -76,6 +79,7 @@ def compare(args: argparse.Namespace, dumps: Path) -> None:
                 if done.returncode:
                     sys.exit(f"{name}: the build failed:\n{done.stderr[-3000:]}")
                 times[name].append(json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:]))
+                digests.setdefault(name, set()).add(released_digest(out))
                 print(f"round {round_ + 1}, {name}: {times[name][-1]['total']:.1f} s", flush=True)
     finally:
         subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], capture_output=True)
@@ -86,8 +90,21 @@ def compare(args: argparse.Namespace, dumps: Path) -> None:
         ours, reference = [t[stage] for t in mine], [t[stage] for t in theirs]
         cell = lambda values: f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"  # noqa: E731
         print(f"| {stage} | {cell(ours)} | {cell(reference)} | {statistics.median(ours) / statistics.median(reference):.2f} |")
+    same = len(set.union(*digests.values())) == 1
+    print(f"\nreleased bytes: {'the same in every build of both trees' if same else 'DIFFERENT: ' + repr(digests)}")
     share = [t["write_release"] / t["total"] for t in mine]
     print(f"\nwrite stage, share of the build (this tree): {100 * statistics.median(share):.1f}% ({100 * min(share):.1f}-{100 * max(share):.1f}%)")
+
+
+def released_digest(out: Path) -> str:
+    """One md5 over every released file's path and md5 (what the two trees must agree on)."""
+    import hashlib
+
+    skip = {"manifest.json", "report.html"}
+    digest = hashlib.md5()
+    for path in sorted(p for p in out.rglob("*") if p.is_file() and ".work" not in p.parts and p.name not in skip):
+        digest.update(f"{path.relative_to(out)} {hashlib.md5(path.read_bytes()).hexdigest()}\n".encode())
+    return digest.hexdigest()
 
 
 def main(argv: list[str] | None = None) -> None:
