@@ -44,6 +44,7 @@ from clirmatrix.pipeline.method.dumps import NoDumpsError, find_dumps
 from clirmatrix.pipeline.method.retrieval import check_engine
 from clirmatrix.pipeline.output import layout
 from clirmatrix.pipeline.tools.report import write_report
+from clirmatrix.schemas.contracts import Summary
 
 LOG = logging.getLogger("clirmatrix")
 STAGES = (ExtractDocs.name, ExtractSitelinks.name, LinkEntities.name, Retrieve.name, Label.name, Propagate.name, WriteRelease.name, "stats")
@@ -56,7 +57,7 @@ class BuildResult:
 
     out: str
     work: str
-    summaries: dict[str, dict]
+    summaries: dict[str, Summary]
     stage_seconds: dict[str, float | None]  # as recorded when each stage last ran
     skipped: list[str]  # stages this run found up to date
     notes: list[str]
@@ -136,7 +137,7 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
     workers = config.workers or None
     docs_inputs = _describe([dump.path for dumps in found.docs.values() for dump in dumps], config.dumps)
     wikidata_inputs = _describe([*link_sources.sitelinks_files, *(path for _, path in link_sources.page_props)], config.dumps)
-    summaries: dict[str, dict] = {}
+    summaries: dict[str, Summary] = {}
     keys: dict[str, str] = {}
 
     def run_stage(stage, key: str, force: bool = False) -> dict:
@@ -145,7 +146,7 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
         return summaries[stage.name]
 
     extract_docs = ExtractDocs(work.root, found.docs, docs_settings(config))
-    langs = sorted(run_stage(extract_docs, fingerprint(ExtractDocs.name, version, docs_inputs, asdict(extract_docs.settings)))["languages"])
+    langs = sorted(run_stage(extract_docs, fingerprint(ExtractDocs.name, version, docs_inputs, asdict(extract_docs.settings))).languages)
     if not langs:
         raise NoDumpsError(f"every language has fewer than --min-docs {config.min_docs:,} documents; nothing to build")
     sitelinks = ExtractSitelinks(work.root, link_sources, langs, config.max_bad_fraction, split_bytes=config.split_mb << 20)
@@ -175,11 +176,11 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
         "settings": as_dict(config),
         "inputs": input_checksums(docs_inputs + wikidata_inputs, config.dumps, work.root),
         "languages": langs,
-        "dropped_languages": sorted(summaries[ExtractDocs.name]["dropped"]),
+        "dropped_languages": sorted(summaries[ExtractDocs.name].dropped),
         "notes": found.notes,
         "counts": _counts(summaries),
         "input_counts": _input_counts(summaries),
-        "files": _file_counts(summaries[WriteRelease.name]["files"]),
+        "files": _file_counts(summaries[WriteRelease.name].files),
         "stage_fingerprints": keys,
     }
     fileio.write_json(fileio.join(config.out, layout.MANIFEST), manifest)
@@ -192,11 +193,11 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
     return BuildResult(config.out, work.root, summaries, seconds, log.skipped, found.notes)
 
 
-def _input_counts(summaries: dict[str, dict]) -> dict[str, dict]:
+def _input_counts(summaries: dict[str, Summary]) -> dict[str, dict]:
     """Per language (and for Wikidata) what the readers met: records, and bad records by kind."""
-    counts = {lang: {"records": entry["records"], "rejected": entry["rejected"]} for lang, entry in summaries[ExtractDocs.name]["languages"].items()}
+    counts = {lang: {"records": entry["records"], "rejected": entry["rejected"]} for lang, entry in summaries[ExtractDocs.name].languages.items()}
     sitelinks = summaries[ExtractSitelinks.name]
-    counts["wikidata"] = {"records": sitelinks["entities_read"], "rejected": sitelinks["rejected"]}
+    counts["wikidata"] = {"records": sitelinks.entities_read, "rejected": sitelinks.rejected}
     return counts
 
 
@@ -210,19 +211,19 @@ def _file_counts(files: Sequence[dict]) -> dict[str, dict[str, int]]:
     return counts
 
 
-def _counts(summaries: dict[str, dict]) -> dict:
+def _counts(summaries: dict[str, Summary]) -> dict:
     """Key counts per language and per released set, for the manifest and the command's summary."""
-    retrieval = summaries[Retrieve.name]["languages"]
-    links = summaries[LinkEntities.name]["languages"]
+    retrieval = summaries[Retrieve.name].languages
+    links = summaries[LinkEntities.name].languages
     per_lang = {
         lang: {
             "docs": entry["docs"],
             "linked": links[lang]["linked_wikidata"] + links[lang]["linked_dump"],
             "queries_without_hits": retrieval[lang]["queries_without_hits"],
         }
-        for lang, entry in summaries[ExtractDocs.name]["languages"].items()
+        for lang, entry in summaries[ExtractDocs.name].languages.items()
     }
-    return {"languages": per_lang, "sets": summaries[WriteRelease.name]["sets"]}
+    return {"languages": per_lang, "sets": summaries[WriteRelease.name].sets}
 
 
 def run(argv: Sequence[str] | None = None) -> BuildResult:

@@ -96,7 +96,7 @@ class RunUnits(StorageDoFn):
     state outlives a call: whatever a unit needs it reads from its inputs.
     """
 
-    def __init__(self, step: str, run: Callable[[Unit], Report | dict], report_dir: str, beam_args: Sequence[str] = ()) -> None:
+    def __init__(self, step: str, run: Callable[[Unit], Report], report_dir: str, beam_args: Sequence[str] = ()) -> None:
         super().__init__(beam_args)
         self.step = step
         self.run = run
@@ -110,8 +110,7 @@ class RunUnits(StorageDoFn):
         report = self.run(element)
         # What the unit cost, for the benchmarks' models (the process runs one unit at a time).
         cost = {"unit_seconds": round(time.perf_counter() - started, 3), "unit_cpu_seconds": round(time.process_time() - cpu, 3)}
-        stored = replace(report, **cost).to_dict() if isinstance(report, Report) else {**report, **cost}
-        write_report(self.report_dir, element.name, stored)
+        write_report(self.report_dir, element.name, replace(report, **cost).to_dict())
         yield element.name
 
 

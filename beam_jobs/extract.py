@@ -26,6 +26,7 @@ from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.io.localio import check_folder_path
 from clirmatrix.pipeline.method.dumps import NoDumpsError, find_dumps
+from clirmatrix.schemas.contracts import DocsSummary, LinkSummary, SitelinksSummary
 
 FLAGS = ("dumps", "langs", "skip_missing", "source", "links", "split_mb", "min_docs", "max_bad_fraction", "workers")
 
@@ -34,9 +35,9 @@ FLAGS = ("dumps", "langs", "skip_missing", "source", "links", "split_mb", "min_d
 class ExtractResult:
     """The three stage summaries and anything worth telling the user."""
 
-    docs: dict
-    sitelinks: dict
-    entity_docs: dict
+    docs: DocsSummary
+    sitelinks: SitelinksSummary
+    entity_docs: LinkSummary
     notes: list[str]
 
 
@@ -48,7 +49,7 @@ def run_extract(config: BuildConfig, work_dir: str, beam_args: Sequence[str] = (
     found, sources = find_dumps(config.dumps, config.langs, config.source, config.skip_missing, config.links)
     workers = config.workers or None
     docs = ExtractDocs(work_dir, found.docs, docs_settings(config)).run(beam_args, workers)
-    kept = sorted(docs["languages"])
+    kept = sorted(docs.languages)
     if not kept:
         raise NoDumpsError(f"every language has fewer than --min-docs {config.min_docs:,} documents; nothing to link")
     sitelinks = ExtractSitelinks(work_dir, sources, kept, config.max_bad_fraction, config.split_mb << 20).run(beam_args, workers)

@@ -47,7 +47,7 @@ from clirmatrix.pipeline.method.languages import is_unspaced
 from clirmatrix.pipeline.method.truncate import DEFAULT_MAX_CHARS, DEFAULT_MAX_TOKENS, rule_for
 from clirmatrix.pipeline.method.truncate_arrow import truncate_array
 from clirmatrix.schemas import DOCS
-from clirmatrix.schemas.contracts import DocsLanguageReport
+from clirmatrix.schemas.contracts import DocsLanguageReport, DocsSummary, Summary
 
 LOG = logging.getLogger("clirmatrix")
 DUPLICATE_ID = "duplicate_id"
@@ -383,7 +383,7 @@ class ExtractDocs(Stage):
     def prepare(self, beam_args: Sequence[str], workers: int | None) -> None:
         index_dumps(self.dumps, self.stage_dir, self.settings.split_bytes, beam_args, workers)
 
-    def plan(self, upstream: dict[str, dict]) -> list[DocsUnit]:
+    def plan(self, upstream: dict[str, Summary]) -> list[DocsUnit]:
         return plan_units(self.dumps, self.settings.split_bytes, self.stage_dir)
 
     def transform(self, beam_args: Sequence[str] = (), workers: int = 1) -> beam.PTransform:
@@ -392,20 +392,20 @@ class ExtractDocs(Stage):
         background_inflate = workers == 1 and (os.cpu_count() or 1) > 1 and not common.names_runner(beam_args)
         return ReadDumpFiles(self.stage_dir, self.settings, background_inflate, beam_args)
 
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, DocsLanguageReport]) -> dict:
+    def summarise(self, upstream: dict[str, Summary], reports: dict[str, DocsLanguageReport]) -> DocsSummary:
         """Raises ``TooManyBadRecords`` past the limit; removes the dropped languages' files."""
         summaries = sorted(reports.values(), key=lambda summary: summary.lang)
         by_lang = {s.lang: [FileReport.from_dict(unit["report"]) for unit in s.units] for s in summaries}
         check_bad_fraction(by_lang, self.settings.max_bad_fraction)
         bz2_ranges.check_range_reports((unit["report"]["file"], unit["part"]) for s in summaries for unit in s.units if unit.get("part"))
         summary = _summarise(summaries, self.settings, self.name)
-        for lang, entry in summary["dropped"].items():
+        for lang, entry in summary.dropped.items():
             fileio.remove_tree(fileio.join(self.stage_dir, lang))
             LOG.warning("%s dropped: %s documents, fewer than --min-docs %s", lang, f"{entry['docs']:,}", f"{self.settings.min_docs:,}")
         return summary
 
 
-def _summarise(summaries: list[DocsLanguageReport], settings: DocsSettings, stage: str) -> dict:
+def _summarise(summaries: list[DocsLanguageReport], settings: DocsSettings, stage: str) -> DocsSummary:
     languages, dropped = {}, {}
     for s in summaries:
         filtered, rejected = Counter(), Counter()
@@ -425,7 +425,7 @@ def _summarise(summaries: list[DocsLanguageReport], settings: DocsSettings, stag
             dropped[s.lang] = entry
         else:
             languages[s.lang] = entry
-    return {"stage": stage, "settings": asdict(settings), "languages": languages, "dropped": dropped}
+    return DocsSummary(stage=stage, settings=asdict(settings), languages=languages, dropped=dropped)
 
 
 def run(argv: Sequence[str] | None = None) -> dict:

@@ -36,7 +36,7 @@ from clirmatrix.pipeline.io.progress import ProgressLog
 from clirmatrix.pipeline.method.corpus import PAGE_PROPS_FOLDER, Folders
 from clirmatrix.pipeline.method.dumps import ITEMS_PER_SITE, PAGE_PROPS, WIKIDATA_JSON, LinkInputs, find_dumps
 from clirmatrix.schemas import PAGE_ENTITIES, SITELINKS
-from clirmatrix.schemas.contracts import LinksFileReport
+from clirmatrix.schemas.contracts import LinksFileReport, SitelinksSummary, Summary
 
 LOG = logging.getLogger("clirmatrix")
 
@@ -192,19 +192,19 @@ class ExtractSitelinks(Stage):
         _, sources = find_dumps(fileio.absolute(config.dumps), config.langs, config.source, config.skip_missing, config.links)
         return cls(work_root, sources, config.langs, config.max_bad_fraction, config.split_mb << 20)
 
-    def upstream(self) -> dict[str, dict]:
+    def upstream(self) -> dict[str, Summary]:
         return {} if self.langs else {Folders.docs: common.require_complete(self.work.stage(Folders.docs), Folders.docs)}
 
-    def selected(self, upstream: dict[str, dict]) -> list[str]:
-        return list(self.langs) or sorted(upstream[Folders.docs]["languages"])
+    def selected(self, upstream: dict[str, Summary]) -> list[str]:
+        return list(self.langs) or sorted(upstream[Folders.docs].languages)
 
-    def plan(self, upstream: dict[str, dict]) -> list[LinkUnit]:
+    def plan(self, upstream: dict[str, Summary]) -> list[LinkUnit]:
         return link_units(self.sources, self.selected(upstream), self.split_bytes)
 
     def transform(self, beam_args: Sequence[str] = (), workers: int = 1) -> beam.PTransform:
         return ReadLinkFiles(self.stage_dir, self.selected(self.upstream()), self.prefilter, beam_args)
 
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, LinksFileReport]) -> dict:
+    def summarise(self, upstream: dict[str, Summary], reports: dict[str, LinksFileReport]) -> SitelinksSummary:
         """Raises ``TooManyBadRecords`` past the limit, and ``DamagedInputError`` for a JSON dump cut short."""
         sources, max_bad_fraction = self.sources, self.max_bad_fraction
         units_done = sorted(reports.values(), key=lambda unit: unit.rank)
@@ -218,18 +218,18 @@ class ExtractSitelinks(Stage):
         for unit in units_done:
             if unit.kind != PAGE_PROPS:
                 totals.update(unit.links)
-        return {
-            "stage": self.name,
-            "links": sources.mode,
-            "source": sources.sitelinks_kind,
-            "languages": {lang: totals.get(lang, 0) for lang in self.selected(upstream)},
-            "entities_read": sum(r.records for r in wide),
-            "entities_with_sitelinks": sum(r.kept for r in wide),
-            "rejected": dict(sorted(sum((r.rejected for r in wide + props), Counter()).items())),
-            "page_props": {unit.lang: unit.links[unit.lang] for unit in units_done if unit.kind == PAGE_PROPS},
-            "files": sorted({fileio.basename(r.file) for r in wide + props}),
-            "max_bad_fraction": max_bad_fraction,
-        }
+        return SitelinksSummary(
+            stage=self.name,
+            links=sources.mode,
+            source=sources.sitelinks_kind,
+            languages={lang: totals.get(lang, 0) for lang in self.selected(upstream)},
+            entities_read=sum(r.records for r in wide),
+            entities_with_sitelinks=sum(r.kept for r in wide),
+            rejected=dict(sorted(sum((r.rejected for r in wide + props), Counter()).items())),
+            page_props={unit.lang: unit.links[unit.lang] for unit in units_done if unit.kind == PAGE_PROPS},
+            files=sorted({fileio.basename(r.file) for r in wide + props}),
+            max_bad_fraction=max_bad_fraction,
+        )
 
 
 def run(argv: Sequence[str] | None = None) -> dict:

@@ -20,7 +20,7 @@ from clirmatrix.beam_jobs.stages import Stage, Step, run_job
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.method.corpus import Folders
 from clirmatrix.pipeline.method.labels import label_block
-from clirmatrix.schemas.contracts import BlockTask, LabelReport, Unit, language_plans
+from clirmatrix.schemas.contracts import BlockTask, LabelReport, LabelSummary, Summary, Unit, language_plans
 
 
 class Label(Stage):
@@ -35,14 +35,14 @@ class Label(Stage):
     def from_config(cls, work_root: str, config: BuildConfig) -> Label:
         return cls(work_root)
 
-    def plan(self, upstream: dict[str, dict]) -> list[Unit]:
+    def plan(self, upstream: dict[str, Summary]) -> list[Unit]:
         plans = language_plans(upstream[Folders.retrieval])
         return [Unit("label", f"{plan.lang}.{block:05d}", BlockTask(plan, block)) for plan in plans for block in range(plan.blocks)]
 
     def run_unit(self, unit: Unit) -> LabelReport:
         return label_block(self.work_root, unit.task.plan, unit.task.block)
 
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, LabelReport]) -> dict:
+    def summarise(self, upstream: dict[str, Summary], reports: dict[str, LabelReport]) -> LabelSummary:
         languages = {}
         for plan in language_plans(upstream[Folders.retrieval]):
             mine = [r for r in reports.values() if r.lang == plan.lang]
@@ -50,7 +50,7 @@ class Label(Stage):
             for report in mine:
                 labels.update(report.labels)
             languages[plan.lang] = {"lang": plan.lang, "queries": sum(r.queries for r in mine), "labels": dict(sorted(labels.items())), "plan": plan.to_dict()}
-        return {"stage": self.name, "languages": languages}
+        return LabelSummary(stage=self.name, languages=languages)
 
 
 def run(argv: Sequence[str] | None = None) -> dict:

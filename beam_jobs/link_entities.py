@@ -22,7 +22,7 @@ from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.method.corpus import Folders
 from clirmatrix.pipeline.method.linking import write_links
-from clirmatrix.schemas.contracts import LanguageTask, LinkReport, Unit
+from clirmatrix.schemas.contracts import LanguageTask, LinkReport, LinkSummary, Summary, Unit
 
 _TOTALS = ("docs", "linked_wikidata", "linked_dump", "unlinked", "disagreements", "page_props", "page_props_disagreements")
 
@@ -39,9 +39,9 @@ class LinkEntities(Stage):
     def from_config(cls, work_root: str, config: BuildConfig) -> LinkEntities:
         return cls(work_root)
 
-    def plan(self, upstream: dict[str, dict]) -> list[Unit]:
-        langs = sorted(upstream[Folders.docs]["languages"])
-        missing = [lang for lang in langs if lang not in upstream[Folders.sitelinks]["languages"]]
+    def plan(self, upstream: dict[str, Summary]) -> list[Unit]:
+        langs = sorted(upstream[Folders.docs].languages)
+        missing = [lang for lang in langs if lang not in upstream[Folders.sitelinks].languages]
         if missing:
             raise ValueError(f"the sitelinks in {self.work.stage('sitelinks')} were extracted without {', '.join(missing)}; rerun that stage with these languages")
         fileio.remove_tree(self.work.stage(Folders.catalog))
@@ -52,10 +52,10 @@ class LinkEntities(Stage):
         lang = unit.task.lang
         return write_links(self.work_root, lang, self.work.page_props_dir(lang))
 
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, LinkReport]) -> dict:
+    def summarise(self, upstream: dict[str, Summary], reports: dict[str, LinkReport]) -> LinkSummary:
         stats = {report.lang: asdict(report) for report in reports.values()}
         totals = {key: sum(s[key] for s in stats.values()) for key in _TOTALS}
-        return {"stage": self.name, "languages": dict(sorted(stats.items())), "totals": totals}
+        return LinkSummary(stage=self.name, languages=dict(sorted(stats.items())), totals=totals)
 
 
 def run(argv: Sequence[str] | None = None) -> dict:

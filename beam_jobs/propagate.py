@@ -19,7 +19,7 @@ from clirmatrix.beam_jobs.stages import Stage, Step, run_job
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.method.corpus import Folders
 from clirmatrix.pipeline.method.propagation import propagate_block, write_doc_links
-from clirmatrix.schemas.contracts import CarryReport, CarryTask, LanguagePlan, PairingReport, PairingTask, Unit, language_plans
+from clirmatrix.schemas.contracts import CarryReport, CarryTask, LanguagePlan, PairingReport, PairingTask, PropagationSummary, Summary, Unit, language_plans
 
 
 class Propagate(Stage):
@@ -42,10 +42,10 @@ class Propagate(Stage):
     def from_config(cls, work_root: str, config: BuildConfig) -> Propagate:
         return cls(work_root, config.langs)
 
-    def plans(self, upstream: dict[str, dict]) -> list[LanguagePlan]:
+    def plans(self, upstream: dict[str, Summary]) -> list[LanguagePlan]:
         return [plan for plan in language_plans(upstream[Folders.labels]) if not self.langs or plan.lang in self.langs]
 
-    def plan(self, upstream: dict[str, dict]) -> list[Unit]:
+    def plan(self, upstream: dict[str, Summary]) -> list[Unit]:
         plans = self.plans(upstream)
         langs = tuple(plan.lang for plan in plans)
         units = [Unit("links", f"links.{lang}", PairingTask(lang, langs)) for lang in langs]
@@ -60,7 +60,7 @@ class Propagate(Stage):
                 return propagate_block(self.work_root, plan, block, langs)
         raise TypeError(f"{self.name} has no step for {unit.task!r}")
 
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, PairingReport | CarryReport]) -> dict:
+    def summarise(self, upstream: dict[str, Summary], reports: dict[str, PairingReport | CarryReport]) -> PropagationSummary:
         plans = self.plans(upstream)
         languages = {}
         for plan in plans:
@@ -70,7 +70,7 @@ class Propagate(Stage):
                 if tgt.lang != plan.lang:
                     directions[tgt.lang] = {key: sum(r.directions[tgt.lang][key] for r in blocks) for key in ("queries", "labels")}
             languages[plan.lang] = {"lang": plan.lang, "queries": plan.docs, "directions": directions, "plan": plan.to_dict()}
-        return {"stage": self.name, "languages": languages}
+        return PropagationSummary(stage=self.name, languages=languages)
 
 
 def run(argv: Sequence[str] | None = None) -> dict:

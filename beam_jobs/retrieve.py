@@ -24,7 +24,7 @@ from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.method import retrieval
 from clirmatrix.pipeline.method.corpus import Folders
 from clirmatrix.pipeline.method.retrieval import RetrievalSettings
-from clirmatrix.schemas.contracts import LanguagePlan, Report, Unit
+from clirmatrix.schemas.contracts import LanguagePlan, Report, RetrievalSummary, Summary, Unit
 
 
 def retrieval_settings(config: BuildConfig) -> RetrievalSettings:
@@ -62,28 +62,28 @@ class Retrieve(Stage):
     def from_config(cls, work_root: str, config: BuildConfig) -> Retrieve:
         return cls(work_root, retrieval_settings(config), config.langs)
 
-    def upstream(self) -> dict[str, dict]:
+    def upstream(self) -> dict[str, Summary]:
         found = super().upstream()
-        retrieval.check_engine(self.settings, self.langs or sorted(found["entity_docs"]["languages"]))
+        retrieval.check_engine(self.settings, self.langs or sorted(found[Folders.entity_docs].languages))
         return found
 
-    def plans(self, upstream: dict[str, dict]) -> list[LanguagePlan]:
-        linked = upstream[Folders.entity_docs]["languages"]
+    def plans(self, upstream: dict[str, Summary]) -> list[LanguagePlan]:
+        linked = upstream[Folders.entity_docs].languages
         return [self.settings.plan(lang, linked[lang]["docs"]) for lang in sorted(linked) if not self.langs or lang in self.langs]
 
-    def plan(self, upstream: dict[str, dict]) -> list[Unit]:
+    def plan(self, upstream: dict[str, Summary]) -> list[Unit]:
         return retrieval.plan_units(self.plans(upstream), self.settings)
 
     def run_unit(self, unit: Unit) -> Report:
         return retrieval.run_unit(self.work_root, self.settings, unit)
 
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, Report]) -> dict:
+    def summarise(self, upstream: dict[str, Summary], reports: dict[str, Report]) -> RetrievalSummary:
         for scratch in ("_index", "_shards"):  # the shards' indexes and hits: merged by now
             fileio.remove_tree(fileio.join(self.stage_dir, scratch))
         plans = self.plans(upstream)
         languages = retrieval.summarise(plans, reports, self.settings)
         totals = sum_reports(languages.values(), ("docs", "queries", "queries_without_hits", "hits"))
-        return {"stage": self.name, "settings": self.settings.fingerprint_parts(), "languages": languages, "totals": totals}
+        return RetrievalSummary(stage=self.name, settings=self.settings.fingerprint_parts(), languages=languages, totals=totals)
 
     def with_docs_key(self, docs_key: str) -> Retrieve:
         """The same stage told which documents it indexes (an Elasticsearch index of them is reused)."""

@@ -35,7 +35,7 @@ from clirmatrix.beam_jobs import common, runners
 from clirmatrix.pipeline.config import BuildConfig, flag_name, resolve
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.method.corpus import WorkDirs
-from clirmatrix.schemas.contracts import REPORT_TYPE, Report, Unit, read_typed_report
+from clirmatrix.schemas.contracts import Report, StaleSummaryError, Summary, Unit, read_summary, read_typed_report
 
 LOG = logging.getLogger("clirmatrix")
 STAGES_DIR = "_stages"
@@ -76,21 +76,21 @@ class Stage(ABC):
     def stage_dir(self) -> str:
         return self.work.stage(self.folder)
 
-    def upstream(self) -> dict[str, dict]:
+    def upstream(self) -> dict[str, Summary]:
         """The summaries of the stages it reads, each refused with a clear message when that stage has not finished."""
         return {folder: common.require_complete(self.work.stage(folder), folder) for folder in self.reads}
 
     @abstractmethod
-    def plan(self, upstream: dict[str, dict]) -> Sequence:
+    def plan(self, upstream: dict[str, Summary]) -> Sequence:
         """Every unit of the stage, planned on the driver before anything runs."""
 
-    def run_unit(self, unit: Unit) -> Report | dict:
+    def run_unit(self, unit: Unit) -> Report:
         """A unit's work (on a worker): the library call its task names; returns its report."""
         raise NotImplementedError(f"{self.name} runs no units of its own")
 
     @abstractmethod
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, Report | dict]) -> dict:
-        """The stage's summary (its ``_SUCCESS.json``) from its units' reports by unit name (typed where the unit's are)."""
+    def summarise(self, upstream: dict[str, Summary], reports: dict[str, Report]) -> Summary:
+        """The stage's summary (its ``_SUCCESS.json``) from its units' reports by unit name."""
 
     def prepare(self, beam_args: Sequence[str], workers: int | None) -> None:
         """Work before the units can be planned (the docs stage indexes its tar.gz dumps); nothing by default."""
@@ -100,7 +100,7 @@ class Stage(ABC):
         """The stage's steps chained, a ``Barrier`` between each two (``workers``: the local processes that will run it)."""
         return RunSteps(self, beam_args)
 
-    def run(self, beam_args: Sequence[str] = (), workers: int | None = None) -> dict:
+    def run(self, beam_args: Sequence[str] = (), workers: int | None = None) -> Summary:
         """The skeleton every stage shares: inputs checked, folder cleared, units planned and run, summary written last."""
         upstream = self.upstream()
         common.start_stage(self.stage_dir)
@@ -108,7 +108,7 @@ class Stage(ABC):
         units = self.plan(upstream)
         workers = workers or common.default_workers(len(units))
         common.run_stage(camel_case(self.name), units, self.transform(beam_args, workers), beam_args, workers)
-        reports = {name: read_typed_report(report) if REPORT_TYPE in report else report for name, report in common.read_named_reports(self.stage_dir).items()}
+        reports = {name: read_typed_report(report) for name, report in common.read_named_reports(self.stage_dir).items()}
         summary = self.summarise(upstream, reports)
         common.finish_stage(self.stage_dir, summary)
         return summary
@@ -161,7 +161,7 @@ def beam_flags(beam_args: Sequence[str]) -> list[str]:
     return beam_args
 
 
-def run_job(stage_class: type[Stage], argv: Sequence[str] | None = None) -> dict:
+def run_job(stage_class: type[Stage], argv: Sequence[str] | None = None) -> Summary:
     """A stage's own command: ``--work WORK``, its ``flags`` from ``BuildConfig``, Beam's flags; the stage run as the build would."""
     description = doc_summary(sys.modules[stage_class.__module__].__doc__ or stage_class.__doc__ or stage_class.name)
     settings = (*stage_class.flags, "workers")
@@ -186,15 +186,20 @@ class StageLog:
     def _path(self, name: str) -> str:
         return fileio.join(self.dir, f"{name}.json")
 
-    def finished(self, name: str, stage_key: str) -> dict | None:
-        """The stage's summary if it finished with this fingerprint, else None."""
+    def finished(self, name: str, stage_key: str) -> Summary | None:
+        """The stage's summary if it finished with this fingerprint, else None (a record of an older clirmatrix too)."""
         path = self._path(name)
         if not fileio.exists(path):
             return None
         record = fileio.read_json(path)
-        return record["summary"] if record.get("fingerprint") == stage_key else None
+        if record.get("fingerprint") != stage_key:
+            return None
+        try:
+            return read_summary(record["summary"], path)
+        except StaleSummaryError:
+            return None
 
-    def run(self, name: str, stage_key: str, body: Callable[[], dict], force: bool = False) -> dict:
+    def run(self, name: str, stage_key: str, body: Callable[[], Summary], force: bool = False) -> Summary:
         """Skip the stage when already finished with ``stage_key`` (unless ``force``); otherwise run ``body`` and record it."""
         summary = None if force else self.finished(name, stage_key)
         if summary is not None:
@@ -205,7 +210,7 @@ class StageLog:
         started = time.perf_counter()
         summary = body()
         seconds = round(time.perf_counter() - started, 3)
-        fileio.write_json(self._path(name), {"stage": name, "fingerprint": stage_key, "seconds": seconds, "summary": summary})
+        fileio.write_json(self._path(name), {"stage": name, "fingerprint": stage_key, "seconds": seconds, "summary": summary.to_dict()})
         LOG.info("%s: done in %.1f s", name, seconds)
         return summary
 

@@ -26,7 +26,7 @@ from clirmatrix.pipeline.method.corpus import Folders, WorkDirs
 from clirmatrix.pipeline.output import layout
 from clirmatrix.pipeline.output.jsonl import walk_release
 from clirmatrix.pipeline.output.stats import DirectionStats, direction_stats, stats_files
-from clirmatrix.schemas.contracts import CountReport, FileTask, Unit, read_typed_report
+from clirmatrix.schemas.contracts import CountReport, FileTask, StatsSummary, Unit, read_typed_report
 
 COUNT = "count"
 
@@ -63,21 +63,21 @@ def counted_while_writing(work_root: str) -> list[DirectionStats]:
     """The counts the write stage reported for each query file it wrote."""
     released = common.require_complete(WorkDirs(work_root).stage(Folders.release), Folders.release)
     rows = []
-    for entry in released["files"]:
+    for entry in released.files:
         found = layout.parse_path(entry["path"])
         if found.dataset in layout.QUERY_SETS:
             rows.append(DirectionStats(found.dataset, found.src, found.tgt, found.split, entry["lines"], entry["docs_ge4"], entry["docs_ge1"]))
     return rows
 
 
-def run_stats(out_root: str, rows: Sequence[DirectionStats]) -> dict:
+def run_stats(out_root: str, rows: Sequence[DirectionStats]) -> StatsSummary:
     """Write ``stats/`` (TSV tables and PNG heat maps) from per-file counts."""
     files = stats_files(list(rows))
     stats_dir = fileio.join(out_root, layout.STATS_DIR)
     fileio.remove_tree(stats_dir)
     for name, data in files.items():
         fileio.write_bytes(fileio.join(stats_dir, name), data)  # local or on an object store
-    return {"stage": "stats", "files": len(rows), "written": sorted(files)}
+    return StatsSummary(stage="stats", files=len(rows), written=sorted(files))
 
 
 def run(argv: Sequence[str] | None = None) -> dict:

@@ -45,8 +45,10 @@ from clirmatrix.schemas.contracts import (
     LanguagePlan,
     Multi8EvalTask,
     Multi8TargetTask,
+    ReleaseSummary,
     Report,
     SplitsTask,
+    Summary,
     Unit,
     language_plans,
 )
@@ -108,10 +110,10 @@ class WriteRelease(Stage):
     def from_config(cls, work_root: str, config: BuildConfig) -> WriteRelease:
         return cls(work_root, fileio.absolute(config.out), release_settings(config), config.langs)
 
-    def plans(self, upstream: dict[str, dict]) -> list[LanguagePlan]:
+    def plans(self, upstream: dict[str, Summary]) -> list[LanguagePlan]:
         return [plan for plan in language_plans(upstream[Folders.propagated]) if not self.langs or plan.lang in self.langs]
 
-    def plan(self, upstream: dict[str, dict]) -> list[Unit]:
+    def plan(self, upstream: dict[str, Summary]) -> list[Unit]:
         for folder in ("BI-139", "MULTI-8", "DOCS", "DOCS-FULL", layout.INDEX):
             fileio.remove_tree(fileio.join(self.out_root, folder))
         return release_units(self.plans(upstream), self.settings.multi_langs)
@@ -140,7 +142,7 @@ class WriteRelease(Stage):
                 return multi8.write_target(work_root, out_root, tgt, settings)
         raise TypeError(f"{self.name} has no step for {unit.task!r}")
 
-    def summarise(self, upstream: dict[str, dict], reports: dict[str, Report]) -> dict:
+    def summarise(self, upstream: dict[str, Summary], reports: dict[str, Report]) -> ReleaseSummary:
         files = sorted((f for report in reports.values() if isinstance(report, FilesReport) for f in report.files), key=lambda f: f["path"])
         release.write_index(self.out_root, files, self.settings.base_url)
         counts: dict[str, dict[str, int]] = {}
@@ -150,7 +152,7 @@ class WriteRelease(Stage):
             total["files"] += 1
             total["lines"] += entry["lines"]
             total["bytes"] += entry["size"]
-        return {"stage": self.name, "multi8": builds_multi8(self.plans(upstream), self.settings.multi_langs), "sets": counts, "files": files}
+        return ReleaseSummary(stage=self.name, multi8=builds_multi8(self.plans(upstream), self.settings.multi_langs), sets=counts, files=files)
 
 
 def run(argv: Sequence[str] | None = None) -> dict:

@@ -147,14 +147,14 @@ def main(argv: list[str] | None = None) -> None:
     workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"\npeak RSS: driver {driver:,.0f} MB, largest worker process {workers:,.0f} MB" + ("" if args.keep_dumps else " (the dump generator counts as a worker here; rerun with --keep-dumps)"))
 
-    retrieval = result.summaries["retrieve"]["languages"]
+    retrieval = result.summaries["retrieve"].languages
     print("\n| lang | documents | queries/s (one core) | index s | search s |\n|---|---:|---:|---:|---:|")
     for lang, entry in retrieval.items():
         print(f"| {lang} | {entry['docs']:,} | {entry['queries_per_second']:,.0f} | {entry['index_seconds']:.1f} | {entry['search_seconds']:.1f} |")
     queries = sum(entry["queries"] for entry in retrieval.values())
     search_seconds = sum(entry["search_seconds"] for entry in retrieval.values())
     print(f"\nretrieval: {queries:,} queries, {queries / search_seconds:,.0f} queries/s per core (search time only)")
-    for name, counts in sorted(result.summaries["write_release"]["sets"].items()):
+    for name, counts in sorted(result.summaries["write_release"].sets.items()):
         print(f"released {name}: {counts['files']:,} files, {counts['lines']:,} lines, {counts['bytes'] / 1e6:,.1f} MB")
     sys.stdout.flush()
 

@@ -193,7 +193,7 @@ def run_size(docs: int, args: argparse.Namespace) -> dict:
         "seconds": round(total, 1),
         "stages": {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGES},
         "units": unit_costs(result),
-        "released_mb": round(sum(entry["bytes"] for entry in result.summaries["write_release"]["sets"].values()) / 1e6, 1),
+        "released_mb": round(sum(entry["bytes"] for entry in result.summaries["write_release"].sets.values()) / 1e6, 1),
     }
 
 
@@ -205,7 +205,7 @@ def unit_costs(result) -> dict:
     from clirmatrix.pipeline.method.corpus import WorkDirs
 
     work = WorkDirs(result.work)
-    languages = result.summaries["retrieve"]["languages"]
+    languages = result.summaries["retrieve"].languages
     retrieval = read_named_reports(work.stage("retrieval"))
     searched = [r for name, r in retrieval.items() if name.startswith("search.")]
     multi = {lang for lang, entry in languages.items() if entry["shards"] > 1}

@@ -161,26 +161,26 @@ def _print_extract_summary(result, out_dir: str) -> None:
     table = Table(title="extraction", title_justify="left")
     for column in ("lang", "documents", "filtered", "bad input", "sitelinks", "linked (wikidata)", "linked (dump)", "disagree", "unlinked"):
         table.add_column(column, justify="left" if column == "lang" else "right")
-    links = result.entity_docs["languages"]
-    for lang, docs in result.docs["languages"].items():
+    links = result.entity_docs.languages
+    for lang, docs in result.docs.languages.items():
         link = links.get(lang, {})
         table.add_row(
             lang,
             f"{docs['docs']:,}",
             f"{sum(docs['filtered'].values()):,}",
             f"{sum(docs['rejected'].values()):,}",
-            f"{result.sitelinks['languages'].get(lang, 0):,}",
+            f"{result.sitelinks.languages.get(lang, 0):,}",
             f"{link.get('linked_wikidata', 0):,}",
             f"{link.get('linked_dump', 0):,}",
             f"{link.get('disagreements', 0):,}",
             f"{link.get('unlinked', 0):,}",
         )
     console.print(table)
-    for lang, entry in result.docs["dropped"].items():
+    for lang, entry in result.docs.dropped.items():
         console.print(f"[yellow]dropped[/] {lang}: {entry['docs']:,} documents < --min-docs")
     for note in result.notes:
         console.print(f"[yellow]note[/] {note}")
-    console.print(_links_line(result.sitelinks, result.entity_docs["totals"]), highlight=False, soft_wrap=True)
+    console.print(_links_line(result.sitelinks, result.entity_docs.totals), highlight=False, soft_wrap=True)
     console.print(f"[green]done[/]: Parquet in {out_dir}/docs, {out_dir}/sitelinks, {out_dir}/entity_docs")
 
 
@@ -204,7 +204,7 @@ def build(ctx: click.Context, config_file: str | None, **flags) -> None:
 
 
 def _print_build_summary(result) -> None:
-    docs, links, retrieval = (result.summaries[name]["languages"] for name in ("extract_docs", "link_entities", "retrieve"))
+    docs, links, retrieval = (result.summaries[name].languages for name in ("extract_docs", "link_entities", "retrieve"))
     table = Table(title="languages", title_justify="left")
     for column in ("lang", "records", "documents", "bad input", "linked", "queries", "no hits", "queries/s"):
         table.add_column(column, justify="left" if column == "lang" else "right")
@@ -216,12 +216,12 @@ def _print_build_summary(result) -> None:
             f"{found['queries_without_hits']:,}", f"{found['queries_per_second'] or 0:,.0f}",
         )
     console.print(table)
-    console.print(_links_line(result.summaries["extract_sitelinks"], result.summaries["link_entities"]["totals"]), highlight=False, soft_wrap=True)
+    console.print(_links_line(result.summaries["extract_sitelinks"], result.summaries["link_entities"].totals), highlight=False, soft_wrap=True)
     _print_bad_input(result)
     sets = Table(title="released files", title_justify="left")
     for column in ("set", "files", "lines", "MB"):
         sets.add_column(column, justify="left" if column == "set" else "right")
-    for name, counts in sorted(result.summaries["write_release"]["sets"].items()):
+    for name, counts in sorted(result.summaries["write_release"].sets.items()):
         sets.add_row(name, f"{counts['files']:,}", f"{counts['lines']:,}", f"{counts['bytes'] / 1e6:,.1f}")
     console.print(sets)
     timing = ", ".join(
@@ -235,17 +235,17 @@ def _print_build_summary(result) -> None:
     console.print(f"[green]done[/]: {result.out} (stats in {result.out}/stats, manifest.json; intermediate files in {result.work})")
 
 
-def _links_line(sitelinks: dict, totals: dict) -> str:
-    """Where the links came from, how much was read, and how the sources agreed."""
-    source, rejected = sitelinks.get("source"), sitelinks["rejected"]
+def _links_line(sitelinks, totals: dict) -> str:
+    """Where the links came from (a ``SitelinksSummary``), how much was read, and how the sources agreed."""
+    source, rejected = sitelinks.source, sitelinks.rejected
     what = "rows" if source == "items-per-site" else "entity lines"
     if source:
-        line = f"links: {source} ({sitelinks['entities_read']:,} {what}, {sitelinks['entities_with_sitelinks']:,} with a selected sitelink"
+        line = f"links: {source} ({sitelinks.entities_read:,} {what}, {sitelinks.entities_with_sitelinks:,} with a selected sitelink"
         line += f"; {totals.get('disagreements', 0):,} pages name another item themselves)"
     else:
         line = "links: the pages' own Wikidata items"
-    if sitelinks.get("page_props"):
-        line += f"; page_props of {', '.join(sitelinks['page_props'])} named {totals.get('page_props', 0):,} pages' items"
+    if sitelinks.page_props:
+        line += f"; page_props of {', '.join(sitelinks.page_props)} named {totals.get('page_props', 0):,} pages' items"
         line += f" ({totals.get('page_props_disagreements', 0):,} disagreeing with the page's record)"
     return line + (f"; bad: {rejected}" if rejected else "")
 
@@ -255,14 +255,14 @@ def _print_bad_input(result) -> None:
     from clirmatrix.pipeline.io import fileio
 
     docs_stage, sitelinks_stage = fileio.join(result.work, "docs"), fileio.join(result.work, "sitelinks")
-    for lang, entry in result.summaries["extract_docs"]["languages"].items():
+    for lang, entry in result.summaries["extract_docs"].languages.items():
         if entry["rejected"]:
             kinds = ", ".join(f"{kind} {count:,}" for kind, count in entry["rejected"].items())
             console.print(f"bad input {lang}: {kinds} (kept {entry['docs']:,} of {entry['records']:,} records; {fileio.join(docs_stage, '_reports', lang + '.json')})", highlight=False, soft_wrap=True)
     sitelinks = result.summaries["extract_sitelinks"]
-    if sitelinks["rejected"]:
-        kinds = ", ".join(f"{kind} {count:,}" for kind, count in sitelinks["rejected"].items())
-        console.print(f"bad input wikidata: {kinds} (of {sitelinks['entities_read']:,} entity lines; {fileio.join(sitelinks_stage, '_reports')})", highlight=False, soft_wrap=True)
+    if sitelinks.rejected:
+        kinds = ", ".join(f"{kind} {count:,}" for kind, count in sitelinks.rejected.items())
+        console.print(f"bad input wikidata: {kinds} (of {sitelinks.entities_read:,} entity lines; {fileio.join(sitelinks_stage, '_reports')})", highlight=False, soft_wrap=True)
 
 
 @cli.command()

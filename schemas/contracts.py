@@ -7,9 +7,11 @@ unit says what it does by its type, not by the position of values in a tuple,
 and a stage routes it with a ``match`` on that type. The function answers with a
 report, a frozen dataclass too (``Report``), which the worker stores as JSON under
 the unit's name with its type; the driver reads the reports back as their types
-to make the stage's summary. ``LanguagePlan`` is how one language is cut: every
-stage from retrieval on records it in its summary, and the next stage reads it
-back from there.
+to make the stage's summary, a frozen dataclass again (``Summary``): the stage's
+``_SUCCESS.json``, its record in ``WORK/_stages/``, and what the build, the
+command line and the stages after it read. ``LanguagePlan`` is how one language
+is cut: every stage from retrieval on records it in its summary, and the next
+stage reads it back from there.
 
 Everything here is plain data: picklable for the runner, comparable, and with
 no import above ``schemas/``.
@@ -67,9 +69,9 @@ class LanguagePlan:
         return cls(value["lang"], value["docs"], value["shards"], value["block_size"])
 
 
-def language_plans(summary: dict) -> list[LanguagePlan]:
+def language_plans(summary: RetrievalSummary | LabelSummary | PropagationSummary) -> list[LanguagePlan]:
     """The plans a stage's summary records, by language (every stage after retrieval keeps retrieval's blocks)."""
-    return [LanguagePlan.from_dict(entry["plan"]) for _, entry in sorted(summary["languages"].items())]
+    return [LanguagePlan.from_dict(entry["plan"]) for _, entry in sorted(summary.languages.items())]
 
 
 @dataclass(frozen=True, order=True)
@@ -437,3 +439,109 @@ _REPORT_KINDS = {
         SplitsReport, EvalReport, Multi8EvalReport, Multi8QueriesReport, EvalKeysReport, ListsReport, FilesReport, CountReport,
     )
 }  # fmt: skip
+
+
+# The summaries of the stages: what each finished stage says of its work as a whole.
+# A language's entry stays a plain mapping of counts (its keys are listed beside it).
+
+SUMMARY_TYPE = "summary_type"  # the key of a stored summary that names its type
+
+
+class StaleSummaryError(ValueError):
+    """A summary written before summaries were typed (an older clirmatrix): its stage must run again."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Summary:
+    """A finished stage's summary; stored as JSON with its type's name (``SUMMARY_TYPE``) so that it reads back as that type."""
+
+    stage: str  # the stage's name
+
+    def to_dict(self) -> dict:
+        return {SUMMARY_TYPE: type(self).__name__, **asdict(self)}
+
+
+def read_summary(value: dict, where: str = "") -> Summary:
+    """A summary as ``Summary.to_dict`` stored it, as its own type; ``StaleSummaryError`` for one without a type."""
+    kind = _SUMMARY_KINDS.get(value.get(SUMMARY_TYPE, ""))
+    if kind is None:
+        raise StaleSummaryError(f"{where or 'a stage summary'} was written by an older clirmatrix; run that stage again")
+    return kind(**{f.name: value[f.name] for f in fields(kind) if f.name in value})
+
+
+@dataclass(frozen=True, kw_only=True)
+class DocsSummary(Summary):
+    """extract_docs: per kept language docs, records, filtered and rejected by kind, files; ``dropped`` likewise."""
+
+    settings: dict
+    languages: dict[str, dict]
+    dropped: dict[str, dict]  # languages below --min-docs
+
+
+@dataclass(frozen=True, kw_only=True)
+class SitelinksSummary(Summary):
+    """extract_sitelinks: sitelinks kept per language, what the Wikidata source held, and the bad records by kind."""
+
+    links: str  # how entity links were found (--links)
+    source: str | None  # the Wikidata-wide input kind, None when the pages' own items are the links
+    languages: dict[str, int]
+    entities_read: int
+    entities_with_sitelinks: int
+    rejected: dict[str, int]
+    page_props: dict[str, int]  # page_props entities per language
+    files: list[str]
+    max_bad_fraction: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinkSummary(Summary):
+    """link_entities: each language's ``LinkReport`` counts, and their totals."""
+
+    languages: dict[str, dict]
+    totals: dict[str, int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetrievalSummary(Summary):
+    """retrieve: per language docs, shards, blocks, plan, queries, queries without hits, hits, seconds and queries/s."""
+
+    settings: dict
+    languages: dict[str, dict]
+    totals: dict[str, int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelSummary(Summary):
+    """label: per language its queries, its documents by label ("1".."6") and its plan."""
+
+    languages: dict[str, dict]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PropagationSummary(Summary):
+    """propagate: per language its queries, per target language the queries and labels carried, and its plan."""
+
+    languages: dict[str, dict]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseSummary(Summary):
+    """write_release: whether MULTI-8 was written, files, lines and bytes per released set, and every file's record."""
+
+    multi8: bool
+    sets: dict[str, dict[str, int]]
+    files: list[dict]  # path, md5, size, lines, pairs and label counts of each released file
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatsSummary(Summary):
+    """stats: the query files counted and the tables and maps written."""
+
+    files: int
+    written: list[str]
+
+
+_SUMMARY_KINDS = {
+    kind.__name__: kind
+    for kind in (DocsSummary, SitelinksSummary, LinkSummary, RetrievalSummary, LabelSummary, PropagationSummary, ReleaseSummary, StatsSummary)
+}

@@ -175,7 +175,7 @@ def test_docs_files_hold_every_document_once(built):
     out, result, _ = built
     rows = gzip.decompress((out / "DOCS" / "ja.tsv.gz").read_bytes()).decode().splitlines()
     ids = [row.split("\t", 1)[0] for row in rows]
-    assert len(ids) == len(set(ids)) == result.summaries["extract_docs"]["languages"]["ja"]["docs"]
+    assert len(ids) == len(set(ids)) == result.summaries["extract_docs"].languages["ja"]["docs"]
     assert all(row.count("\t") == 1 for row in rows)
     full = gzip.decompress((out / "DOCS-FULL" / "ja.tsv.gz").read_bytes()).decode().splitlines()
     assert [row.split("\t", 1)[0] for row in full] == ids
@@ -349,6 +349,6 @@ def test_each_stage_command_in_turn_writes_what_the_build_writes(tmp_path_factor
     for name in STAGES[:-1]:  # stats draws its tables in the build only
         argv = ["--config", str(config), "--work", str(work)] + (["--out", str(out)] if name == "write_release" else [])
         summary = importlib.import_module(f"clirmatrix.beam_jobs.{name}").run(argv)
-        assert summary["stage"] == name
+        assert summary.stage == name
     mine = {path: data for path, data in released(tmp_path / "built").items() if not path.startswith(("stats/", "report"))}
     assert released(out) == mine and any(path.startswith("MULTI-8/") for path in mine)

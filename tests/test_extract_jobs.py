@@ -42,19 +42,19 @@ def test_every_article_is_extracted_once_with_its_page_id(extracted):
         rows = docs_of(work, lang)
         expected = {e.doc_ids[lang]: e.titles[lang] for e in world.entities if lang in e.langs}
         assert {r["doc_id"]: r["title"] for r in rows} == expected, lang
-        assert len(rows) == len(expected) == result.docs["languages"][lang]["docs"]
+        assert len(rows) == len(expected) == result.docs.languages[lang]["docs"]
 
 
 def test_filters_duplicates_and_bad_records_are_counted(extracted):
     _, result, world = extracted
     for lang in SAMPLE_LANGS:
-        entry = result.docs["languages"][lang]
+        entry = result.docs.languages[lang]
         assert entry["rejected"] == {world.bad_records[lang]: 1}, lang  # the one broken record the generator put in each dump
         assert entry["filtered"]["other_namespace"] > 0
         if lang != "fr":
             assert entry["filtered"]["duplicate_id"] == 1
-    assert result.docs["languages"]["ar"]["filtered"]["redirect"] > 0
-    assert result.docs["languages"]["fr"]["filtered"]["redirect"] > 0
+    assert result.docs.languages["ar"]["filtered"]["redirect"] > 0
+    assert result.docs.languages["fr"]["filtered"]["redirect"] > 0
 
 
 def test_text_is_truncated_and_the_full_text_kept(extracted):
@@ -88,7 +88,7 @@ def test_entity_links_match_wikidata_and_fall_back_to_the_dump(extracted):
         for qid, missing_lang in world.missing_sitelinks:
             if missing_lang == lang:
                 assert by_source[qid] == ("dump" if lang != "fr" else None), (qid, lang)
-    stats = result.entity_docs["languages"]
+    stats = result.entity_docs.languages
     assert stats["en"]["linked_dump"] == sum(1 for _, lang in world.missing_sitelinks if lang == "en") > 0
     wrong = sum(1 for qid, lang in world.wrong_items if lang == "en" and (qid, lang) not in world.missing_sitelinks)
     assert stats["en"]["disagreements"] == wrong > 0
@@ -152,7 +152,7 @@ def test_small_languages_are_dropped_with_a_message(sample, tmp_path, caplog):
     threshold = (sizes["en"] + sizes["ja"]) // 2
     summary = ExtractDocs(str(tmp_path), found.docs, DocsSettings(min_docs=threshold, max_bad_fraction=0.01)).run(workers=1)
     small = min(sizes, key=sizes.get)
-    assert small in summary["dropped"] and small not in summary["languages"]
+    assert small in summary.dropped and small not in summary.languages
     assert not (tmp_path / "docs" / small).exists()
     assert f"{small} dropped" in caplog.text
 
@@ -174,7 +174,7 @@ def test_duplicates_across_part_files_keep_the_first(tmp_path):
     rows = docs_of(tmp_path, "sv")
     assert sorted(int(r["doc_id"]) for r in rows) == list(range(100))
     assert {r["title"] for r in rows if 50 <= int(r["doc_id"]) < 60} == {f"first{i}" for i in range(50, 60)}
-    assert summary["languages"]["sv"]["filtered"]["duplicate_id"] == 10
+    assert summary.languages["sv"]["filtered"]["duplicate_id"] == 10
 
 
 def test_too_much_bad_input_fails_without_marking_the_stage_done(sample, tmp_path):
@@ -189,6 +189,25 @@ def test_linking_refuses_an_unfinished_stage(tmp_path):
     (tmp_path / "docs").mkdir()
     with pytest.raises(IncompleteStageError, match="no finished docs"):
         LinkEntities(str(tmp_path)).run()
+
+
+def test_a_summary_from_before_typed_summaries_reads_as_unfinished(tmp_path):
+    """An older clirmatrix's _SUCCESS.json (no summary type) is refused with a clear message; its _stages record reruns the stage."""
+    import json
+
+    from clirmatrix.beam_jobs.stages import StageLog
+    from clirmatrix.schemas.contracts import StatsSummary
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / SUCCESS).write_text(json.dumps({"stage": "docs", "languages": {}, "dropped": {}}))
+    with pytest.raises(IncompleteStageError, match="older clirmatrix; run that stage again"):
+        LinkEntities(str(tmp_path)).run()
+    log = StageLog(str(tmp_path))
+    (tmp_path / "_stages").mkdir()
+    (tmp_path / "_stages" / "stats.json").write_text(json.dumps({"stage": "stats", "fingerprint": "f", "summary": {"stage": "stats", "files": 1, "written": []}}))
+    fresh = StatsSummary(stage="stats", files=2, written=["a.tsv"])
+    assert log.run("stats", "f", lambda: fresh) == fresh and log.skipped == []  # the untyped record: run again
+    assert log.run("stats", "f", lambda: pytest.fail("a typed record is up to date")) == fresh and log.skipped == ["stats"]
 
 
 def test_cli_reports_bad_input_as_a_message_and_exit_code(sample, tmp_path, capsys):

@@ -113,10 +113,10 @@ def test_fresh_inputs_build_end_to_end_with_links_from_items_per_site_records_an
 
     root, world = fresh
     result = run_extract(replace(BuildConfig(), dumps=str(root), min_docs=100, max_bad_fraction=0.01, workers=1), str(tmp_path / "work"))
-    assert sorted(result.docs["languages"]) == sorted(LANGS)
-    assert result.sitelinks["source"] == dumps.ITEMS_PER_SITE
-    assert result.sitelinks["page_props"] == {"fr": sum("fr" in e.langs for e in world.entities)}
-    links = result.entity_docs["languages"]
+    assert sorted(result.docs.languages) == sorted(LANGS)
+    assert result.sitelinks.source == dumps.ITEMS_PER_SITE
+    assert result.sitelinks.page_props == {"fr": sum("fr" in e.langs for e in world.entities)}
+    links = result.entity_docs.languages
     for lang in LANGS:
         members = sum(lang in e.langs for e in world.entities)
         assert links[lang]["linked_wikidata"] + links[lang]["linked_dump"] == members
@@ -142,9 +142,9 @@ def test_links_from_the_records_alone_need_no_wikidata_dump(fresh, tmp_path):
         if "wb_items_per_site" not in path.name:
             shutil.copy(path, folder / path.name)
     result = run_extract(replace(BuildConfig(), dumps=str(folder), min_docs=100, max_bad_fraction=0.01, workers=1, links=dumps.RECORD), str(tmp_path / "work"))
-    assert result.sitelinks["source"] is None
+    assert result.sitelinks.source is None
     for lang in LANGS:
-        link = result.entity_docs["languages"][lang]
+        link = result.entity_docs.languages[lang]
         wrong = sum(1 for _, where in world.wrong_items if where == lang)  # pages whose record names Q42: the first keeps it
         assert link["linked_wikidata"] == 0 and link["unlinked"] == max(0, wrong - 1)
 
@@ -165,7 +165,7 @@ def test_a_dump_read_in_ranges_gives_the_same_documents_whatever_the_split(fresh
         out = tmp_path / f"work-{split}" / "docs"
         summary = ExtractDocs(str(out.parent), found.docs, DocsSettings(min_docs=10, max_bad_fraction=0.01, split_bytes=split)).run(workers=1)
         results[split] = _rows(out, lang)
-        assert summary["languages"][lang]["docs"] == sum(lang in e.langs for e in world.entities)
+        assert summary.languages[lang]["docs"] == sum(lang in e.langs for e in world.entities)
     assert len(list((tmp_path / f"work-{splits[0]}" / "docs" / lang).glob("*.parquet"))) >= ranges
     assert results[splits[0]] == results[splits[1]] == results[splits[2]]  # every column, positions included
     if lang == "zh":  # the index itself was made in parts at the smaller splits, and in one at the largest
@@ -198,8 +198,8 @@ def test_the_wikidata_json_dump_in_bz2_is_read_in_ranges_with_the_same_sitelinks
     reference, expected = sitelinks(whole, 1 << 30, "gz")
     for split in (2_000, 1 << 30):
         summary, found = sitelinks(ranged, split, f"bz2-{split}")
-        assert found == expected and summary["languages"] == reference["languages"]
-        assert summary["entities_read"] == reference["entities_read"]
+        assert found == expected and summary.languages == reference.languages
+        assert summary.entities_read == reference.entities_read
     assert len(list((tmp_path / "bz2-2000" / "sitelinks" / "_reports").glob("*.json"))) >= 3  # one range per 100 kB block
 
     cut = tmp_path / "cut" / "latest-all.json.bz2"
@@ -231,7 +231,7 @@ def test_real_enterprise_records_go_through_the_docs_stage(tmp_path):
         archive.addfile(info, io.BytesIO(data))
     found = dumps.discover(str(dump.parent))
     summary = ExtractDocs(str(tmp_path), found.docs, DocsSettings(min_docs=1)).run()
-    assert summary["languages"]["en"]["docs"] == len(records) and not summary["languages"]["en"]["rejected"]
+    assert summary.languages["en"]["docs"] == len(records) and not summary.languages["en"]["rejected"]
     rows = _rows(tmp_path / "docs", "en")
     for row, line in zip(rows, records, strict=True):
         record = json.loads(line)
@@ -272,8 +272,8 @@ def test_a_build_from_todays_inputs_is_a_valid_release(fresh, tmp_path):
     root, world = fresh
     out = tmp_path / "out"
     result = run_build(build_config(root, out, multi_langs=()))
-    assert sorted(result.summaries["extract_docs"]["languages"]) == sorted(LANGS)
-    assert result.summaries["extract_sitelinks"]["source"] == dumps.ITEMS_PER_SITE
+    assert sorted(result.summaries["extract_docs"].languages) == sorted(LANGS)
+    assert result.summaries["extract_sitelinks"].source == dumps.ITEMS_PER_SITE
     report = validate(str(out), train_size=TRAIN, eval_size=EVAL)
     assert report.ok, report.failures[:5]
     manifest = __import__("json").loads((out / "manifest.json").read_text())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from clirmatrix.pipeline.errors import InputError
 from clirmatrix.pipeline.io import fileio
+from clirmatrix.schemas.contracts import StaleSummaryError, Summary, read_summary
 
 SUCCESS = "_SUCCESS.json"
 REPORTS = "_reports"
@@ -46,16 +47,20 @@ def read_named_reports(stage_dir: str) -> dict[str, dict]:
     return {fileio.basename(path)[: -len(".json")]: fileio.read_json(path) for path in fileio.list_files(fileio.join(stage_dir, REPORTS, "*.json"))}
 
 
-def finish_stage(stage_dir: str, summary: dict) -> None:
-    fileio.write_json(fileio.join(stage_dir, SUCCESS), summary)
+def finish_stage(stage_dir: str, summary: Summary) -> None:
+    fileio.write_json(fileio.join(stage_dir, SUCCESS), summary.to_dict())
 
 
 def is_complete(stage_dir: str) -> bool:
     return fileio.exists(fileio.join(stage_dir, SUCCESS))
 
 
-def require_complete(stage_dir: str, what: str) -> dict:
+def require_complete(stage_dir: str, what: str) -> Summary:
     """The stage's summary, or a clear error saying which stage to run first."""
     if not is_complete(stage_dir):
         raise IncompleteStageError(f"{stage_dir} holds no finished {what} (no {SUCCESS}); run that stage first")
-    return fileio.read_json(fileio.join(stage_dir, SUCCESS))
+    path = fileio.join(stage_dir, SUCCESS)
+    try:
+        return read_summary(fileio.read_json(path), path)
+    except StaleSummaryError as error:
+        raise IncompleteStageError(str(error)) from None
