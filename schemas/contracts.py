@@ -226,6 +226,11 @@ def read_typed_report(value: dict) -> Report:
     kind = _REPORT_KINDS.get(value.get(REPORT_TYPE, ""))
     if kind is None:
         raise ValueError(f"not a unit report of a known kind: {sorted(value)[:8]}")
+    return _as(kind, value)
+
+
+def _as(kind: type, value: dict):
+    """``value`` (a stored dataclass) as ``kind``: its fields taken by name, the stored type's name left out."""
     return kind(**{f.name: value[f.name] for f in fields(kind) if f.name in value})
 
 
@@ -466,7 +471,7 @@ def read_summary(value: dict, where: str = "") -> Summary:
     kind = _SUMMARY_KINDS.get(value.get(SUMMARY_TYPE, ""))
     if kind is None:
         raise StaleSummaryError(f"{where or 'a stage summary'} was written by an older clirmatrix; run that stage again")
-    return kind(**{f.name: value[f.name] for f in fields(kind) if f.name in value})
+    return _as(kind, value)
 
 
 @dataclass(frozen=True, kw_only=True)
