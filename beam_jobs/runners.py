@@ -28,6 +28,7 @@ import hashlib
 import logging
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -138,15 +139,21 @@ def source_tree() -> Path | None:
     return root if (root / "pyproject.toml").is_file() and (root / "beam_jobs").is_dir() else None
 
 
+# What the wheel is built from: the package folders (pyproject.toml's package-dir) and the files its metadata names.
+_PACKAGE_FOLDERS = ("cli", "pipeline", "beam_jobs", "schemas", "models")
+_PROJECT_FILES = ("pyproject.toml", "README.md")
+
+
 def _tree_fingerprint(root: Path) -> str:
     """A hash of the project's files (names, sizes, modification times): the wheel's cache key."""
     digest = hashlib.sha256()
-    for folder in ("pipeline", "beam_jobs", "schemas", "models"):
-        for path in sorted((root / folder).rglob("*.py")):
+    for folder in _PACKAGE_FOLDERS:
+        for path in sorted(p for p in (root / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts):
             stat = path.stat()
             digest.update(f"{path.relative_to(root)}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
-    stat = (root / "pyproject.toml").stat()
-    digest.update(f"pyproject.toml|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    for name in _PROJECT_FILES:
+        stat = (root / name).stat()
+        digest.update(f"{name}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]
 
 
@@ -163,8 +170,15 @@ def build_wheel(cache_dir: str | None = None) -> str:
     if wheels:
         return str(wheels[-1])
     folder.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(folder), str(root)]
-    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    # Built from a clean copy of the package folders: setuptools reuses the tree's own build/,
+    # whose modules of an earlier layout would otherwise ship with the new ones.
+    with tempfile.TemporaryDirectory(prefix="clirmatrix-source-") as clean:
+        for name in _PROJECT_FILES:
+            shutil.copy2(root / name, Path(clean) / name)
+        for package in _PACKAGE_FOLDERS:
+            shutil.copytree(root / package, Path(clean) / package, ignore=shutil.ignore_patterns("__pycache__"))
+        command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(folder), clean]
+        done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
     wheels = sorted(folder.glob("clirmatrix-*.whl"))
     if done.returncode or not wheels:
         raise ConfigError(f"building the clirmatrix wheel for the workers failed ({' '.join(command)}):\n{done.stderr.strip()[-2000:]}")
