@@ -25,14 +25,14 @@ from importlib import metadata
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from clirmatrix.beam_jobs import common, runners
+from clirmatrix.beam_jobs import runners
 from clirmatrix.beam_jobs.extract_docs import ExtractDocs, docs_settings
 from clirmatrix.beam_jobs.extract_sitelinks import ExtractSitelinks
 from clirmatrix.beam_jobs.label import Label
 from clirmatrix.beam_jobs.link_entities import LinkEntities
 from clirmatrix.beam_jobs.propagate import Propagate
 from clirmatrix.beam_jobs.retrieve import Retrieve, retrieval_settings
-from clirmatrix.beam_jobs.stages import StageLog, config_parser, doc_summary
+from clirmatrix.beam_jobs.stages import Stage, StageLog, beam_flags, config_parser, doc_summary
 from clirmatrix.beam_jobs.stats import counted_while_writing, run_stats
 from clirmatrix.beam_jobs.write_release import WriteRelease, release_settings
 from clirmatrix.pipeline.config import BuildConfig, as_dict, resolve
@@ -122,8 +122,7 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
     if config.work:
         check_folder_path(config.work, "--work")
     config = replace(config, dumps=fileio.absolute(config.dumps), out=fileio.absolute(config.out), work=fileio.absolute(config.work))
-    beam_args = runners.resolve(beam_args)
-    common.use_filesystem_options(beam_args)
+    beam_args = beam_flags(beam_args)
     check_engine(retrieval_settings(config), config.langs)
     found, link_sources = find_dumps(config.dumps, config.langs, config.source, config.skip_missing, config.links)  # before OUT is touched
     for folder in (config.out, config.work_dir):
@@ -140,7 +139,7 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
     summaries: dict[str, Summary] = {}
     keys: dict[str, str] = {}
 
-    def run_stage(stage, key: str, force: bool = False) -> dict:
+    def run_stage(stage: Stage, key: str, force: bool = False) -> Summary:
         keys[stage.name] = key
         summaries[stage.name] = log.run(stage.name, key, lambda: stage.run(beam_args, workers), force=force)
         return summaries[stage.name]
@@ -149,11 +148,12 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
     langs = sorted(run_stage(extract_docs, fingerprint(ExtractDocs.name, version, docs_inputs, asdict(extract_docs.settings))).languages)
     if not langs:
         raise NoDumpsError(f"every language has fewer than --min-docs {config.min_docs:,} documents; nothing to build")
-    sitelinks = ExtractSitelinks(work.root, link_sources, langs, config.max_bad_fraction, split_bytes=config.split_mb << 20)
+    sitelinks = ExtractSitelinks(work.root, link_sources, langs, config.max_bad_fraction, config.split_bytes)
     run_stage(sitelinks, fingerprint(ExtractSitelinks.name, version, link_sources.mode, wikidata_inputs, langs, config.max_bad_fraction, config.split_mb))
     run_stage(LinkEntities(work.root), fingerprint(LinkEntities.name, keys[ExtractDocs.name], keys[ExtractSitelinks.name]))
-    retrieve = Retrieve(work.root, retrieval_settings(config), langs)
-    run_stage(retrieve.with_docs_key(keys[ExtractDocs.name]), fingerprint(Retrieve.name, keys[LinkEntities.name], retrieve.settings.fingerprint_parts()))
+    # The documents' fingerprint names an Elasticsearch index that holds them already (not part of the stage's own).
+    retrieve = Retrieve(work.root, replace(retrieval_settings(config), docs_key=keys[ExtractDocs.name]), langs)
+    run_stage(retrieve, fingerprint(Retrieve.name, keys[LinkEntities.name], retrieve.settings.fingerprint_parts()))
     run_stage(Label(work.root), fingerprint(Label.name, keys[Retrieve.name]))
     run_stage(Propagate(work.root, langs), fingerprint(Propagate.name, keys[Label.name], keys[LinkEntities.name]))
 

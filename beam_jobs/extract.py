@@ -52,7 +52,7 @@ def run_extract(config: BuildConfig, work_dir: str, beam_args: Sequence[str] = (
     kept = sorted(docs.languages)
     if not kept:
         raise NoDumpsError(f"every language has fewer than --min-docs {config.min_docs:,} documents; nothing to link")
-    sitelinks = ExtractSitelinks(work_dir, sources, kept, config.max_bad_fraction, config.split_mb << 20).run(beam_args, workers)
+    sitelinks = ExtractSitelinks(work_dir, sources, kept, config.max_bad_fraction, config.split_bytes).run(beam_args, workers)
     entity_docs = LinkEntities(work_dir).run(beam_args, workers)
     return ExtractResult(docs, sitelinks, entity_docs, found.notes)
 

@@ -359,7 +359,7 @@ class ReadDumpFiles(beam.PTransform):
 
 def docs_settings(config: BuildConfig) -> DocsSettings:
     """The docs stage's settings of a build: the one place they derive from its flags."""
-    return DocsSettings(min_docs=config.min_docs, max_bad_fraction=config.max_bad_fraction, split_bytes=config.split_mb << 20)
+    return DocsSettings(min_docs=config.min_docs, max_bad_fraction=config.max_bad_fraction, split_bytes=config.split_bytes)
 
 
 class ExtractDocs(Stage):

@@ -190,7 +190,7 @@ class ExtractSitelinks(Stage):
     @classmethod
     def from_config(cls, work_root: str, config: BuildConfig) -> ExtractSitelinks:
         _, sources = find_dumps(fileio.absolute(config.dumps), config.langs, config.source, config.skip_missing, config.links)
-        return cls(work_root, sources, config.langs, config.max_bad_fraction, config.split_mb << 20)
+        return cls(work_root, sources, config.langs, config.max_bad_fraction, config.split_bytes)
 
     def upstream(self) -> dict[str, Summary]:
         return {} if self.langs else {Folders.docs: common.require_complete(self.work.stage(Folders.docs), Folders.docs)}

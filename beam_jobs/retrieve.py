@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 
 from clirmatrix.beam_jobs.stages import Stage, Step, run_job, sum_reports
 from clirmatrix.pipeline.config import BuildConfig
@@ -84,10 +83,6 @@ class Retrieve(Stage):
         languages = retrieval.summarise(plans, reports, self.settings)
         totals = sum_reports(languages.values(), ("docs", "queries", "queries_without_hits", "hits"))
         return RetrievalSummary(stage=self.name, settings=self.settings.fingerprint_parts(), languages=languages, totals=totals)
-
-    def with_docs_key(self, docs_key: str) -> Retrieve:
-        """The same stage told which documents it indexes (an Elasticsearch index of them is reused)."""
-        return Retrieve(self.work_root, replace(self.settings, docs_key=docs_key), self.langs)
 
 
 def run(argv: Sequence[str] | None = None) -> dict:

@@ -104,6 +104,11 @@ class BuildConfig:
     def work_dir(self) -> str:
         return self.work or f"{self.out.rstrip('/')}/.work"
 
+    @property
+    def split_bytes(self) -> int:
+        """``split_mb`` in bytes: what the extraction stages cut their dumps by."""
+        return self.split_mb << 20
+
     def check(self, needs: Sequence[str] = ("dumps", "out")) -> BuildConfig:
         """Raise ConfigError for values no stage could use: the one place each setting is checked.
 
