@@ -481,6 +481,15 @@ def _add_training_commands() -> None:
 _add_training_commands()
 
 
+def _add_dumps_commands() -> None:
+    from clirmatrix.cli.dumps import dumps
+
+    cli.add_command(dumps)
+
+
+_add_dumps_commands()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run a command, map library errors to messages and exit codes."""
     args = sys.argv[1:] if argv is None else argv

@@ -5,13 +5,12 @@ from __future__ import annotations
 import gzip
 import hashlib
 import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import orjson
 import pytest
+from local_http import QuietHandler, serve
 
 from clirmatrix.cli import main
 from clirmatrix.pipeline.tools.download import DownloadError, Index, UnsafePathError, Wanted, download, fetch, load_index, plan
@@ -34,7 +33,7 @@ class Server:
         self.stale_304 = False  # answer 304 to any conditional request, as a server with a stale validator does
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 path = self.path.lstrip("/")
                 server.requests.append((path, self.headers.get("Range")))
@@ -81,18 +80,7 @@ class Server:
                     return
                 self.wfile.write(body[start:])
 
-            def _send(self, status: int, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.httpd, self.url = serve(Handler)
 
 
 @pytest.fixture

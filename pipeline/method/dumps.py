@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 
 from clirmatrix.pipeline.errors import InvalidInputError, MissingInputError
 from clirmatrix.pipeline.io.fileio import basename, is_remote, join, list_files
-from clirmatrix.pipeline.method.input_kinds import CIRRUS, HTML, ITEMS_PER_SITE, KIND_ORDER, LINKS, PAGE_PROPS, RECORD, SOURCES, WIKIDATA_JSON, XML
+from clirmatrix.pipeline.method.input_kinds import CIRRUS, HTML, ITEMS_PER_SITE, KIND_ORDER, LINKS, PAGE_PROPS, RECORD, SOURCES, WIKIDATA_JSON, XML, choose_kind, date_key
 from clirmatrix.pipeline.method.languages import WIKIPEDIA_LANGUAGES, UnknownWikiError, lang_from_dbname, nearest_languages
 
 __all__ = [  # the kinds' names are used through this module too
     "CIRRUS", "HTML", "ITEMS_PER_SITE", "KIND_ORDER", "LINKS", "PAGE_PROPS", "RECORD", "SOURCES", "WIKIDATA_JSON", "XML",
-    "DumpFile", "DumpSet", "LinkInputs", "MissingLanguageError", "MissingLinksError", "NoDumpsError", "choose_links", "classify", "discover", "find_dumps",
+    "DumpFile", "DumpSet", "LinkInputs", "MissingLanguageError", "MissingLinksError", "NoDumpsError", "choose_kind", "choose_links", "classify", "discover", "find_dumps",
 ]
 LOG = logging.getLogger("clirmatrix")
 
@@ -136,7 +136,7 @@ def discover(dumps_dir: str, langs: list[str] | None = None, source: str = "auto
                 nearest = nearest_languages(lang)
                 missing.append(f"{lang}: not a Wikipedia language code" + (f" (nearest: {', '.join(nearest)})" if nearest else ""))
             continue
-        choice = _choose(kinds, source)
+        choice = choose_kind(kinds, source)
         if choice is None:
             missing.append(f"{lang}: no {source} dump found (only {', '.join(sorted(kinds))})")
             continue
@@ -146,7 +146,7 @@ def discover(dumps_dir: str, langs: list[str] | None = None, source: str = "auto
             dumps.notes.append(f"{lang}: using the {kind} dump of {date}; also found {', '.join(others)}")
         dumps.docs[lang] = [DumpFile(p, lang, kind, date) for p in sorted(kinds[kind][date])]
         if lang in page_props:
-            dumps.page_props[lang] = page_props[lang][max(page_props[lang], key=_date_key)]
+            dumps.page_props[lang] = page_props[lang][max(page_props[lang], key=date_key)]
     if missing and langs is not None and not skip_missing:
         raise MissingLanguageError(
             "--langs names languages this build cannot read:\n" + "\n".join("    " + line for line in missing)
@@ -154,20 +154,8 @@ def discover(dumps_dir: str, langs: list[str] | None = None, source: str = "auto
         )
     dumps.notes.extend(f"{line}; skipped" for line in missing)
     if items_per_site:
-        dumps.items_per_site = sorted(items_per_site[max(items_per_site, key=_date_key)])
+        dumps.items_per_site = sorted(items_per_site[max(items_per_site, key=date_key)])
     return dumps
-
-
-def _date_key(date: str) -> str:
-    return "99999999" if date == "latest" else date
-
-
-def _choose(kinds: dict[str, dict[str, list[str]]], source: str) -> tuple[str, str] | None:
-    """``(kind, date)`` to read: the newest date of the allowed kinds, ties broken by ``KIND_ORDER``."""
-    allowed = [kind for kind in KIND_ORDER if kind in kinds and source in ("auto", kind)]
-    if not allowed:
-        return None
-    return max(((kind, date) for kind in allowed for date in kinds[kind]), key=lambda pair: (_date_key(pair[1]), -KIND_ORDER.index(pair[0])))
 
 
 # --- where entity links come from (docs/method.md section 3) -------------------------------------

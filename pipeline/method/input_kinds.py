@@ -20,3 +20,19 @@ WIKIDATA_JSON = "wikidata-json"
 PAGE_PROPS = "page-props"
 RECORD = "record"
 LINKS = ("auto", ITEMS_PER_SITE, WIKIDATA_JSON, PAGE_PROPS, RECORD)  # the choices of --links
+
+
+def date_key(date: str) -> str:
+    """A dump date to compare by: ``latest`` is newer than any YYYYMMDD."""
+    return "99999999" if date == "latest" else date
+
+
+def choose_kind(kinds: dict[str, dict[str, list]], source: str) -> tuple[str, str] | None:
+    """``(kind, date)`` to read of the ``{kind: {date: files}}`` found: the newest date of the allowed kinds, ties broken by ``KIND_ORDER``.
+
+    What ``build`` reads of a dumps folder and what ``dumps fetch`` takes of the site, alike.
+    """
+    allowed = [kind for kind in KIND_ORDER if kind in kinds and source in ("auto", kind)]
+    if not allowed:
+        return None
+    return max(((kind, date) for kind in allowed for date in kinds[kind]), key=lambda pair: (date_key(pair[1]), -KIND_ORDER.index(pair[0])))

@@ -67,14 +67,22 @@ class UnsafePathError(DownloadError):
 class Wanted:
     """One file to fetch: where it goes (relative to ``--to``), from where, and what it must be.
 
-    Without an md5 (no index) the file is verified by reading it whole as the released
-    format (``check_content``).
+    Without a checksum the file is verified by reading it whole: as the released format
+    (``check_content``), or, for a dump the site publishes no checksum of (``content="stream"``),
+    as a compressed stream that must end with its trailer (``check_stream``).
     """
 
     path: str
     url: str
     md5: str | None = None
     size: int | None = None
+    sha1: str | None = None
+    content: str = "release"  # what reading it whole checks when no checksum is known: "release" or "stream"
+
+    @property
+    def checksum(self) -> str | None:
+        """The checksum that vouches for the file, named: ``md5 ...`` or ``sha1 ...``; None without one."""
+        return f"sha1 {self.sha1}" if self.sha1 else f"md5 {self.md5}" if self.md5 else None
 
 
 @dataclass(frozen=True)
@@ -338,11 +346,6 @@ def _looks_like_html(head: bytes) -> bool:
     return start.startswith((b"<!doctype html", b"<html", b"<head", b"<body", b"<?xml"))
 
 
-def _md5_of(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return md5_of(handle, CHUNK)
-
-
 def check_content(path: Path, released_path: str) -> int:
     """Read a released file whole as its format; returns its records, or DownloadError naming the line.
 
@@ -364,14 +367,55 @@ def check_content(path: Path, released_path: str) -> int:
     return records
 
 
+def check_stream(path: Path, name: str) -> int:
+    """Read a gzip or bz2 file whole to its last trailer; returns its uncompressed bytes, or DownloadError naming it.
+
+    What verifies a dump the site publishes no checksum of (Enterprise HTML, CirrusSearch):
+    every member's CRC and length must match, and the stream must not stop short.
+    """
+    import bz2
+
+    from isal import igzip
+
+    opener = igzip.open if name.endswith(".gz") else bz2.open if name.endswith(".bz2") else None
+    if opener is None:
+        raise DownloadError(f"{name}: no checksum published and not a compressed stream, so it cannot be verified")
+    total = 0
+    try:
+        with opener(path, "rb") as stream:
+            while chunk := stream.read(CHUNK * 8):
+                total += len(chunk)
+    except (OSError, EOFError, ValueError) as error:
+        raise DownloadError(f"{name}: the compressed stream is damaged or cut short after {total:,} bytes ({error})") from None
+    return total
+
+
+def _checksum_of(path: Path, wanted: Wanted) -> str:
+    """The file's checksum in the kind ``wanted.checksum`` names."""
+    with open(path, "rb") as handle:
+        if wanted.sha1:
+            digest = hashlib.sha1()
+            while chunk := handle.read(CHUNK * 8):
+                digest.update(chunk)
+            return f"sha1 {digest.hexdigest()}"
+        return f"md5 {md5_of(handle, CHUNK)}"
+
+
+def _read_whole(path: Path, wanted: Wanted) -> None:
+    if wanted.content == "stream":
+        check_stream(path, wanted.path)
+    else:
+        check_content(path, wanted.path)
+
+
 def verified(path: Path, wanted: Wanted) -> bool:
-    """Whether a file on disk is the wanted one: by size, then md5; without an md5, by reading it whole."""
+    """Whether a file on disk is the wanted one: by size, then checksum; without one, by reading it whole."""
     if not path.is_file() or (wanted.size is not None and path.stat().st_size != wanted.size):
         return False
-    if wanted.md5 is not None:
-        return _md5_of(path) == wanted.md5
+    if wanted.checksum is not None:
+        return _checksum_of(path, wanted) == wanted.checksum.lower()
     try:
-        check_content(path, wanted.path)
+        _read_whole(path, wanted)
     except DownloadError:
         return False
     return True
@@ -386,14 +430,34 @@ def _check(part: Path, wanted: Wanted) -> None:
     if wanted.size is not None and size != wanted.size:
         hint = ": probably an error page" if size < wanted.size // 10 else ""
         raise MismatchError(f"{wanted.url} sent {size:,} bytes, expected {wanted.size:,}{hint}")
-    if wanted.md5 is not None and (got := _md5_of(part)) != wanted.md5:
-        raise MismatchError(f"{wanted.url}: md5 {got} does not match the index's {wanted.md5}")
-    if wanted.md5 is None:
-        check_content(part, wanted.path)
+    if wanted.checksum is not None and (got := _checksum_of(part, wanted)) != wanted.checksum.lower():
+        raise MismatchError(f"{wanted.url}: {got} does not match the published {wanted.checksum}")
+    if wanted.checksum is None:
+        _read_whole(part, wanted)
 
 
 class _Retry(Exception):
-    """A failure worth another attempt (dropped connection, busy or failing server)."""
+    """A failure worth another attempt (dropped connection, busy or failing server); ``after``: the server's Retry-After."""
+
+    def __init__(self, reason: str, after: float | None = None) -> None:
+        super().__init__(reason)
+        self.after = after
+
+
+MAX_RETRY_AFTER = 600.0  # seconds: a Retry-After beyond this is waited this long, then asked again
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds a ``Retry-After`` header asks to wait (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    if value.strip().isdigit():
+        return min(float(value), MAX_RETRY_AFTER)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return min(max(when.timestamp() - time.time(), 0.0), MAX_RETRY_AFTER)
 
 
 def _attempt(wanted: Wanted, part: Path, progress: Callable[[int], None], timeout: float) -> None:
@@ -406,7 +470,7 @@ def _attempt(wanted: Wanted, part: Path, progress: Callable[[int], None], timeou
             part.unlink()
             raise _Retry(f"{wanted.url}: range not satisfiable") from None
         if error.code in RETRY_STATUS:
-            raise _Retry(f"{wanted.url}: HTTP {error.code}") from None
+            raise _Retry(f"{wanted.url}: HTTP {error.code}", retry_after(error.headers.get("Retry-After"))) from None
         raise DownloadError(f"{wanted.url}: HTTP {error.code} {error.reason}") from None
     except (urllib.error.URLError, OSError) as error:
         reason = f"{wanted.url}: {getattr(error, 'reason', error)}"
@@ -438,14 +502,25 @@ def _attempt(wanted: Wanted, part: Path, progress: Callable[[int], None], timeou
                 raise _Retry(f"{wanted.url}: body ended after {got:,} of {int(expected):,} bytes")
 
 
+def part_path(target: Path) -> Path:
+    """Where a file is written until verified: hidden, and named so that no reader takes it for the file."""
+    return target.parent / f".{target.name}.part"
+
+
 def fetch(wanted: Wanted, to_dir: Path, retries: int = 4, backoff: float = 1.0, timeout: float = 60.0,
-          sleep: Callable[[float], None] = time.sleep, progress: Callable[[int], None] = lambda n: None) -> str:
-    """Fetch one file into ``to_dir``: ``"fetched"`` (md5 verified), ``"checked"`` (no md5: read whole) or ``"skipped"``."""
+          sleep: Callable[[float], None] = time.sleep, progress: Callable[[int], None] = lambda n: None,
+          keep_partial: bool = False, skip_verified: bool = True) -> str:
+    """Fetch one file into ``to_dir``: ``"fetched"`` (checksum verified), ``"checked"`` (none: read whole) or ``"skipped"``.
+
+    Waits between attempts double from ``backoff``, or are what the server's Retry-After
+    asks when that is longer. ``keep_partial`` keeps the bytes of a transfer that gave up
+    for a later run to resume (a body that fails verification is always removed).
+    """
     target = to_dir / safe_relative(wanted.path, "target")
-    if verified(target, wanted):
+    if skip_verified and verified(target, wanted):
         return "skipped"
     target.parent.mkdir(parents=True, exist_ok=True)
-    part = target.parent / f".{target.name}.part"
+    part = part_path(target)
     try:
         for attempt in range(retries + 1):
             try:
@@ -453,15 +528,20 @@ def fetch(wanted: Wanted, to_dir: Path, retries: int = 4, backoff: float = 1.0, 
                 break
             except _Retry as reason:
                 if attempt == retries:
-                    raise DownloadError(f"{reason} (gave up after {retries + 1} attempts)") from None
-                sleep(backoff * 2**attempt)
+                    raise _GaveUp(f"{reason} (gave up after {retries + 1} attempts)") from None
+                sleep(max(backoff * 2**attempt, reason.after or 0.0))
         _check(part, wanted)
-    except DownloadError:
-        part.unlink(missing_ok=True)
-        _prune_empty(target.parent, to_dir)
+    except DownloadError as error:
+        if not (keep_partial and isinstance(error, _GaveUp) and part.exists()):
+            part.unlink(missing_ok=True)
+            _prune_empty(target.parent, to_dir)
         raise
     os.replace(part, target)
-    return "fetched" if wanted.md5 is not None else "checked"
+    return "fetched" if wanted.checksum is not None else "checked"
+
+
+class _GaveUp(DownloadError):
+    """Every attempt failed in transfer; what arrived is whole so far and may be resumed."""
 
 
 def _prune_empty(folder: Path, root: Path) -> None:

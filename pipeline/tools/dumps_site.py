@@ -2,16 +2,38 @@
 
 The listing is the contract between the three: every file it names carries the size
 and checksums the site itself publishes, and the name ``build --dumps`` reads it by.
+Where each kind lives and how the site says a dump is finished (docs/dumps.md):
+
+- MediaWiki dumps, ``{wiki}/{run}/``: the run's ``dumpstatus.json`` gives each job's
+  status and its files' sizes, md5 and sha1 (some entries lack the hashes: then the
+  run's ``md5sums.txt`` / ``sha1sums.txt``). Only a job whose status is ``done`` is
+  offered; a newer run still in progress, or failed, is named in a note.
+- Enterprise HTML, ``other/enterprise_html/runs/{run}/``: a directory listing gives the
+  sizes; each tarball's ``…-ENTERPRISE-STATS.json`` its md5.
+- CirrusSearch (stopped in 2025), ``other/cirrussearch/{run}/``: the listing's sizes; no
+  checksum is published (``fetch`` reads such a file whole to its gzip trailer).
+- Wikidata's JSON dump, ``wikidatawiki/entities/{run}/``: listed only once its
+  ``md5sums.txt`` names it, which the dump writes after the file is whole.
 """
 
 from __future__ import annotations
 
+import html
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import orjson
 
-from clirmatrix.pipeline.errors import InvalidInputError
+from clirmatrix.pipeline.errors import InputError, InvalidInputError
+from clirmatrix.pipeline.method.input_kinds import CIRRUS, HTML, ITEMS_PER_SITE, KIND_ORDER, LINKS, PAGE_PROPS, RECORD, SOURCES, WIKIDATA_JSON, XML, choose_kind
+from clirmatrix.pipeline.method.languages import site_key
+from clirmatrix.pipeline.tools.download import RETRY_STATUS, as_url, retry_after
 
 LISTING_FORMAT = "clirmatrix-dumps-list/1"
 
@@ -65,3 +87,272 @@ class DumpListing:
             if entry.get("chosen"):
                 chosen.append(item)
         return cls(value.get("mirror", ""), value.get("date", "latest"), offered, chosen, list(value.get("notes", [])))
+
+
+# --- the site ----------------------------------------------------------------------------------
+
+DEFAULT_MIRROR = "https://dumps.wikimedia.org/"
+DONE = "done"  # the one job status (of waiting, in-progress, done, failed, skipped) whose files are whole
+# The jobs that write pages-articles, the single recombined file first (one file to fetch), then its parts.
+XML_JOBS = ("articlesmultistreamdumprecombine", "articlesmultistreamdump", "articlesdumprecombine", "articlesdump")
+TABLE_JOBS = {PAGE_PROPS: "pagepropstable", ITEMS_PER_SITE: "wbitemspersitetable"}
+RUNS_LOOKED_AT = 6  # runs of a wiki looked at, newest first, before saying it has no finished dump of a kind
+_RUN = re.compile(r"^\d{8}$")
+# nginx's autoindex: the name from href (the text is cut at 50 characters), the size is the line's last field.
+_LISTING_LINE = re.compile(r'<a href="(?P<href>[^"]+)">.*?</a>\s+\d{2}-\w{3}-\d{4} \d{2}:\d{2}\s+(?P<size>\d+|-)')
+_XML_FILE = re.compile(r"-pages-articles(?:-multistream)?\d*\.xml(?:-p\d+p\d+)?\.bz2$")
+
+
+class SiteError(InputError):
+    """The dumps site (or mirror) is unreachable, or answered with something that is not what it publishes."""
+
+
+class Site:
+    """A dumps site, a mirror laid out like it, or a local copy (a folder or ``file://`` URL): small files and listings."""
+
+    def __init__(self, mirror: str = DEFAULT_MIRROR, timeout: float = 60.0, retries: int = 3, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.base = as_url(mirror)
+        self.local = self.base.startswith("file://")
+        self.timeout, self.retries, self.sleep = timeout, retries, sleep
+        self.requests = 0
+
+    def url(self, path: str) -> str:
+        return self.base + path.lstrip("/")
+
+    def get(self, path: str) -> bytes | None:
+        """The bytes of a small published file; None when the site has no such file (404)."""
+        url = self.url(path)
+        if self.local:
+            local = Path(urllib.request.url2pathname(urlparse(url).path))
+            return local.read_bytes() if local.is_file() else None
+        for attempt in range(self.retries + 1):
+            self.requests += 1
+            try:
+                with urllib.request.urlopen(url, timeout=self.timeout) as response:
+                    return response.read()
+            except urllib.error.HTTPError as error:
+                if error.code in (404, 410):
+                    return None
+                if error.code not in RETRY_STATUS or attempt == self.retries:
+                    raise SiteError(f"{url}: HTTP {error.code} {error.reason}") from None
+                self.sleep(max(2.0**attempt, retry_after(error.headers.get("Retry-After")) or 0.0))
+            except (urllib.error.URLError, OSError) as error:
+                if attempt == self.retries:
+                    raise SiteError(f"cannot reach {url} ({getattr(error, 'reason', error)}); check --mirror") from None
+                self.sleep(2.0**attempt)
+        raise AssertionError("unreachable")
+
+    def entries(self, folder: str) -> dict[str, int | None]:
+        """A folder's entries: name -> size in bytes (None for a subfolder, whose name ends in ``/``); empty if absent."""
+        folder = folder.rstrip("/") + "/"
+        if self.local:
+            local = Path(urllib.request.url2pathname(urlparse(self.url(folder)).path))
+            if not local.is_dir():
+                return {}
+            return {entry.name + "/" if entry.is_dir() else entry.name: None if entry.is_dir() else entry.stat().st_size
+                    for entry in sorted(local.iterdir(), key=lambda e: e.name)}
+        page = self.get(folder)
+        if page is None:
+            return {}
+        text = page.decode("utf-8", "replace")
+        if "<a href=" not in text and text.strip():
+            raise SiteError(f"{self.url(folder)}: not a directory listing")
+        found = {}
+        for match in _LISTING_LINE.finditer(text):
+            name = unquote(html.unescape(match["href"]))
+            if name.startswith(("../", "/", "?")) or "/" in name.rstrip("/"):
+                continue
+            found[name] = None if match["size"] == "-" else int(match["size"])
+        return found
+
+    def json(self, path: str) -> dict | None:
+        data = self.get(path)
+        if data is None:
+            return None
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            kind = "an HTML page" if data.lstrip()[:1] == b"<" else "not JSON"
+            raise SiteError(f"{self.url(path)} is {kind}, not the JSON the site publishes there") from None
+        if not isinstance(value, dict):
+            raise SiteError(f"{self.url(path)}: not a JSON object")
+        return value
+
+    def checksums(self, path: str) -> dict[str, str]:
+        """A ``md5sums.txt`` / ``sha1sums.txt`` file: name -> hex digest (``<hex>  <name>`` lines); empty if absent."""
+        data = self.get(path)
+        sums = {}
+        for line in (data or b"").decode("utf-8", "replace").splitlines():
+            digest, _, name = line.partition("  ")
+            if name and re.fullmatch(r"[0-9a-f]{32}|[0-9a-f]{40}", digest.strip()):
+                sums[name.strip()] = digest.strip()
+        return sums
+
+
+def runs_of(entries: dict[str, int | None], date: str) -> list[str]:
+    """The run folders of a listing, newest first, on or before ``date`` (``latest``: all)."""
+    runs = sorted((name.rstrip("/") for name in entries if name.endswith("/") and _RUN.match(name.rstrip("/"))), reverse=True)
+    return [run for run in runs if date == "latest" or run <= date]
+
+
+# --- each kind ---------------------------------------------------------------------------------
+
+
+def _wiki_job_files(site: Site, db: str, run: str, status: dict, job_names: Sequence[str], keep: Callable[[str], bool], kind: str,
+                    lang: str | None) -> tuple[list[OfferedFile] | None, str | None]:
+    """(the files of the first finished job of ``job_names`` in a run, or None; the state of an unfinished one, for a note)."""
+    jobs = status.get("jobs", {}) if isinstance(status.get("jobs"), dict) else {}
+    unfinished = None
+    sums: dict[str, dict[str, str]] | None = None
+    for job_name in job_names:
+        job = jobs.get(job_name)
+        if not isinstance(job, dict):
+            continue
+        if job.get("status") != DONE:
+            unfinished = unfinished or f"{job_name} {job.get('status', '?')}"
+            continue
+        files = [(name, entry) for name, entry in (job.get("files") or {}).items() if keep(name) and isinstance(entry, dict)]
+        if not files:
+            continue
+        offered = []
+        for name, entry in sorted(files):
+            md5, sha1 = entry.get("md5"), entry.get("sha1")
+            if not (md5 or sha1):
+                if sums is None:  # some entries lack hashes (the site's own files then carry them, when at all)
+                    sums = {"md5": site.checksums(f"{db}/{run}/{db}-{run}-md5sums.txt"), "sha1": site.checksums(f"{db}/{run}/{db}-{run}-sha1sums.txt")}
+                md5, sha1 = sums["md5"].get(name), sums["sha1"].get(name)
+            url = site.url(entry.get("url") or f"{db}/{run}/{name}")
+            offered.append(OfferedFile(name, url, kind, lang, run, entry.get("size"), md5, sha1))
+        return offered, None
+    return None, unfinished
+
+
+def wiki_dump(site: Site, db: str, lang: str | None, kind: str, date: str, notes: list[str]) -> list[OfferedFile]:
+    """The files of the newest finished MediaWiki dump of ``kind`` (XML, page_props, wb_items_per_site) of a wiki."""
+    job_names, keep = (XML_JOBS, lambda name: bool(_XML_FILE.search(name))) if kind == XML else ((TABLE_JOBS[kind],), lambda name: True)
+    for number, run in enumerate(runs_of(site.entries(f"{db}/"), date)):
+        if number == RUNS_LOOKED_AT:
+            break
+        status = site.json(f"{db}/{run}/dumpstatus.json")
+        if status is None:
+            continue  # a run folder without a status yet: just begun
+        files, unfinished = _wiki_job_files(site, db, run, status, job_names, keep, kind, lang)
+        if files:
+            return files
+        if unfinished:
+            notes.append(f"{db} {run}: {kind} not offered ({unfinished}); looking at older runs")
+    return []
+
+
+def listed_runs(site: Site, folder: str, date: str) -> list[tuple[str, dict[str, int | None]]]:
+    """(run, its entries) of a dated folder of listings, newest first, at most ``RUNS_LOOKED_AT``."""
+    return [(run, site.entries(f"{folder}/{run}/")) for run in runs_of(site.entries(folder), date)[:RUNS_LOOKED_AT]]
+
+
+def enterprise_dumps(site: Site, dbs: dict[str, str], date: str) -> dict[str, OfferedFile]:
+    """Per language the newest Enterprise HTML dump of its articles (namespace 0), md5 from its STATS file."""
+    found: dict[str, OfferedFile] = {}
+    for run, entries in listed_runs(site, "other/enterprise_html/runs", date):
+        for lang, db in dbs.items():
+            name = f"{db}-NS0-{run}-ENTERPRISE-HTML.json.tar.gz"
+            if lang in found or entries.get(name) is None:
+                continue
+            stats_name = f"{db}-NS0-{run}-ENTERPRISE-STATS.json"
+            stats = site.json(f"other/enterprise_html/runs/{run}/{stats_name}") if stats_name in entries else None
+            md5 = stats.get("md5sum") if stats else None
+            found[lang] = OfferedFile(name, site.url(f"other/enterprise_html/runs/{run}/{name}"), HTML, lang, run, entries[name],
+                                      md5 if isinstance(md5, str) else None)
+    return found
+
+
+def cirrus_dumps(site: Site, dbs: dict[str, str], date: str) -> dict[str, OfferedFile]:
+    """Per language the newest CirrusSearch content dump (no checksum is published for these)."""
+    found: dict[str, OfferedFile] = {}
+    for run, entries in listed_runs(site, "other/cirrussearch", date):
+        for lang, db in dbs.items():
+            name = f"{db}-{run}-cirrussearch-content.json.gz"
+            if lang not in found and entries.get(name) is not None:
+                found[lang] = OfferedFile(name, site.url(f"other/cirrussearch/{run}/{name}"), CIRRUS, lang, run, entries[name])
+    return found
+
+
+def wikidata_json_dump(site: Site, date: str, notes: list[str]) -> OfferedFile | None:
+    """The newest Wikidata JSON dump whose run's md5sums name it (written once the file is whole)."""
+    for run, entries in listed_runs(site, "wikidatawiki/entities", date):
+        name = f"wikidata-{run}-all.json.gz"
+        if name not in entries:
+            continue
+        md5 = site.checksums(f"wikidatawiki/entities/{run}/wikidata-{run}-md5sums.txt").get(name)
+        if md5 is None:
+            notes.append(f"wikidata {run}: {name} not offered (its md5sums do not name it yet: still being written)")
+            continue
+        sha1 = site.checksums(f"wikidatawiki/entities/{run}/wikidata-{run}-sha1sums.txt").get(name)
+        return OfferedFile(name, site.url(f"wikidatawiki/entities/{run}/{name}"), WIKIDATA_JSON, None, run, entries[name], md5, sha1)
+    return None
+
+
+# --- the listing -------------------------------------------------------------------------------
+
+
+def list_dumps(langs: Sequence[str], date: str = "latest", mirror: str = DEFAULT_MIRROR, source: str = "auto", links: str = "auto",
+               site: Site | None = None, on_step: Callable[[str], None] = lambda what: None) -> DumpListing:
+    """Every finished dump of each kind the build reads, for ``langs``, and the files ``fetch`` takes.
+
+    ``chosen``: per language the document dump ``build --source`` would read (the newest,
+    ties broken as the build breaks them), and the link files ``--links`` needs
+    (``auto``: ``wb_items_per_site``, else the JSON dump, else every language's page_props).
+    """
+    if date != "latest" and not _RUN.match(date):
+        raise InvalidInputError(f"--date {date}: give latest or a date as YYYYMMDD")
+    if source not in SOURCES:
+        raise InvalidInputError(f"--source {source}: choose from {', '.join(SOURCES)}")
+    if links not in LINKS:
+        raise InvalidInputError(f"--links {links}: choose from {', '.join(LINKS)}")
+    site = site or Site(mirror)
+    listing = DumpListing(site.base, date)
+    dbs = {lang: site_key(lang) for lang in langs}
+    on_step("Enterprise HTML runs")
+    html_dumps = enterprise_dumps(site, dbs, date)
+    on_step("CirrusSearch runs")
+    cirrus = cirrus_dumps(site, dbs, date)
+    docs: dict[str, dict[str, list[OfferedFile]]] = {}
+    page_props: dict[str, list[OfferedFile]] = {}
+    for lang, db in dbs.items():
+        on_step(f"{db}: dump runs")
+        xml = wiki_dump(site, db, lang, XML, date, listing.notes)
+        page_props[lang] = wiki_dump(site, db, lang, PAGE_PROPS, date, listing.notes)
+        docs[lang] = {kind: files for kind, files in ((HTML, [html_dumps[lang]] if lang in html_dumps else []),
+                                                      (CIRRUS, [cirrus[lang]] if lang in cirrus else []), (XML, xml)) if files}
+        listing.offered.extend(item for kind in KIND_ORDER for item in docs[lang].get(kind, []))
+        listing.offered.extend(page_props[lang])
+    on_step("wikidatawiki: wb_items_per_site")
+    items_per_site = wiki_dump(site, "wikidatawiki", None, ITEMS_PER_SITE, date, listing.notes)
+    on_step("wikidatawiki: entities")
+    wikidata = wikidata_json_dump(site, date, listing.notes)
+    listing.offered.extend(items_per_site + ([wikidata] if wikidata else []))
+    for lang in dbs:
+        picked = choose_kind({kind: {files[0].date: files} for kind, files in docs[lang].items()}, source)
+        if picked is None:
+            what = "CirrusSearch, Enterprise HTML or XML" if source == "auto" else source
+            listing.notes.append(f"{lang}: no finished {what} dump at {site.base}" + ("" if date == "latest" else f" on or before {date}"))
+            continue
+        listing.chosen.extend(docs[lang][picked[0]])
+    listing.chosen.extend(_link_files(links, items_per_site, wikidata, page_props, listing))
+    return listing
+
+
+def _link_files(links: str, items_per_site: list[OfferedFile], wikidata: OfferedFile | None, page_props: dict[str, list[OfferedFile]],
+                listing: DumpListing) -> list[OfferedFile]:
+    if links == RECORD:
+        return []
+    if links in ("auto", ITEMS_PER_SITE) and items_per_site:
+        return items_per_site
+    if links in ("auto", WIKIDATA_JSON) and wikidata:
+        return [wikidata]
+    if links in ("auto", PAGE_PROPS):
+        chosen_langs = {item.lang for item in listing.chosen}
+        found = [item for lang, files in page_props.items() if lang in chosen_langs for item in files]
+        if found:
+            return found
+    listing.notes.append(f"links: no finished {'link source' if links == 'auto' else links} dump found; the build will need --links record (HTML and CirrusSearch records carry their item)")
+    return []
