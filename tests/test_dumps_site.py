@@ -204,10 +204,10 @@ def test_date_and_source_and_links_choose_as_the_build_would(site):
 
 
 def test_fetch_verifies_everything_and_the_build_reads_it_unchanged(site, sample_dumps, tmp_path):
-    from dataclasses import replace
+    from conftest import EVAL, TRAIN, build_config
 
-    from clirmatrix.beam_jobs.extract import run_extract
-    from clirmatrix.pipeline.config import BuildConfig
+    from clirmatrix.beam_jobs.build import run_build
+    from clirmatrix.pipeline.tools.validate import validate
 
     listing = _list(site)
     to = tmp_path / "dumps"
@@ -229,11 +229,13 @@ def test_fetch_verifies_everything_and_the_build_reads_it_unchanged(site, sample
         handle.write(flipped)
     os.utime(damaged, ns=(damaged.stat().st_atime_ns, damaged.stat().st_mtime_ns + 60 * 10**9))
     assert fetch_dumps(listing.chosen, to).fetched == [damaged.name]
-    root, world = sample_dumps
-    result = run_extract(replace(BuildConfig(), dumps=str(to), min_docs=50, max_bad_fraction=0.05, workers=1), str(tmp_path / "work"))
-    assert result.sitelinks.source == ITEMS_PER_SITE
-    expected = run_extract(replace(BuildConfig(), dumps=str(root), min_docs=50, max_bad_fraction=0.05, workers=1, langs=LANGS), str(tmp_path / "work0"))
-    assert result.docs.languages == expected.docs.languages
+    # The folder, as fetch left it (stamps beside the dumps), builds a valid release from every file it fetched.
+    out = tmp_path / "out"
+    result = run_build(build_config(to, out, multi_langs=(), min_docs=50))
+    assert sorted(result.summaries["extract_docs"].languages) == sorted(LANGS)
+    assert validate(str(out), train_size=TRAIN, eval_size=EVAL).ok
+    inputs = {Path(entry["path"]).name for entry in orjson.loads((out / "manifest.json").read_bytes())["inputs"]}
+    assert inputs == {f.name for f in listing.chosen}
 
 
 def test_a_dropped_connection_resumes_with_range_and_a_server_ignoring_range_restarts(site, tmp_path):
