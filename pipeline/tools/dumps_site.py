@@ -115,12 +115,18 @@ class Site:
         self.local = self.base.startswith("file://")
         self.timeout, self.retries, self.sleep = timeout, retries, sleep
         self.requests = 0
+        self._seen: dict[str, bytes | None] = {}
 
     def url(self, path: str) -> str:
         return self.base + path.lstrip("/")
 
     def get(self, path: str) -> bytes | None:
-        """The bytes of a small published file; None when the site has no such file (404)."""
+        """The bytes of a small published file (kept for this listing: asked once); None when the site has no such file (404)."""
+        if path not in self._seen:
+            self._seen[path] = self._get(path)
+        return self._seen[path]
+
+    def _get(self, path: str) -> bytes | None:
         url = self.url(path)
         if self.local:
             local = Path(urllib.request.url2pathname(urlparse(url).path))
