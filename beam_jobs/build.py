@@ -43,6 +43,7 @@ from clirmatrix.pipeline.method.corpus import WorkDirs
 from clirmatrix.pipeline.method.dumps import NoDumpsError, find_dumps
 from clirmatrix.pipeline.method.retrieval import check_engine
 from clirmatrix.pipeline.output import layout
+from clirmatrix.pipeline.output.card import write_card
 from clirmatrix.pipeline.tools.report import write_report
 from clirmatrix.schemas.contracts import Summary
 
@@ -187,6 +188,7 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
     if fileio.is_remote(config.out):
         found.notes.append(f"no {layout.REPORT} in {config.out} (an object store): run clirmatrix report on a local copy")
     else:
+        write_card(config.out)
         write_report(config.out, finished_only=False)
     fileio.remove_tree(marker)
     seconds = {name: log.seconds(name) for name in STAGES}

@@ -481,13 +481,15 @@ def _add_training_commands() -> None:
 _add_training_commands()
 
 
-def _add_dumps_commands() -> None:
+def _add_dumps_and_export_commands() -> None:
     from clirmatrix.cli.dumps import dumps
+    from clirmatrix.cli.export import export
 
     cli.add_command(dumps)
+    cli.add_command(export)
 
 
-_add_dumps_commands()
+_add_dumps_and_export_commands()
 
 
 def main(argv: list[str] | None = None) -> int:

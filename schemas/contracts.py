@@ -202,6 +202,16 @@ class FileTask:
     path: str
 
 
+@dataclass(frozen=True)
+class ExportTask:
+    """One released file turned into files of another format (``clirmatrix export``): what it reads and writes, below their roots."""
+
+    fmt: str  # hf, beir or pyserini
+    kind: str  # queries (a query file) or docs (a DOCS file)
+    source: str  # the released path read
+    outputs: tuple[str, ...]  # the paths written, below the export folder
+
+
 # The reports of the units. Each is what its unit did, in counts a summary adds up;
 # the runner adds what the unit cost (``unit_seconds``, ``unit_cpu_seconds``), which
 # the benchmarks' cost models read.
@@ -431,6 +441,17 @@ class CountReport(Report):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ExportReport(Report):
+    """An exported file set: rows (queries or documents) and qrels written, and the source it was made from (size, mtime) for resuming."""
+
+    source: str
+    source_stamp: list[int]
+    rows: int
+    qrels: int = 0
+    cleaned: int = 0  # query titles with a tab or line break, written with spaces (TSV topics)
+
+
+@dataclass(frozen=True, kw_only=True)
 class FilesReport(Report):
     """Released files written: each one's path below OUT, md5, size, lines, and its label counts (``WrittenFile``)."""
 
@@ -441,7 +462,7 @@ _REPORT_KINDS = {
     kind.__name__: kind
     for kind in (
         DocsLanguageReport, LinksFileReport, LinkReport, TermCountReport, TermSumReport, ClusterIndexReport, SearchReport, BlockHitsReport, LabelReport, PairingReport, CarryReport,
-        SplitsReport, EvalReport, Multi8EvalReport, Multi8QueriesReport, EvalKeysReport, ListsReport, FilesReport, CountReport,
+        SplitsReport, EvalReport, Multi8EvalReport, Multi8QueriesReport, EvalKeysReport, ListsReport, FilesReport, CountReport, ExportReport,
     )
 }  # fmt: skip
 

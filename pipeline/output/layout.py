@@ -22,6 +22,7 @@ LABELS = range(0, 7)  # 0 = filler / not retrieved, 1-5 = Jenks class, 6 = the q
 INDEX = "downloads.json.gz"
 MANIFEST = "manifest.json"
 REPORT = "report.html"  # a page to look at (pipeline/tools/report.py); not a released file
+CARD = "README.md"  # the dataset card (pipeline/output/card.py); not a released file
 STATS_DIR = "stats"
 # Present in a build's OUT from the build's first write there until its index and manifest
 # are written: a folder holding it is unfinished (running, failed or killed), whatever
@@ -39,6 +40,7 @@ CONTEXTS: dict[str, str] = {
 QUERY_SETS: tuple[str, ...] = ("bi139-base", "bi139-full", "multi8")
 RELEASE_FOLDERS: tuple[str, ...] = ("BI-139", "MULTI-8", "DOCS", "DOCS-FULL")  # the top-level folders of a release
 DOC_SETS: tuple[str, ...] = ("docs", "docs-full")
+EXPORT_FORMATS: tuple[str, ...] = ("hf", "beir", "pyserini")  # what ``clirmatrix export`` writes (pipeline/tools/export.py)
 
 
 def query_file(dataset: str, src: str, tgt: str, split: str) -> str:

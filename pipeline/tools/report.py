@@ -66,6 +66,8 @@ def render_report(root: Path) -> str:
     released = [item for _, item in walk_release(root) if item is not None]
     kind = "build" if manifest else "download"
     parts = [f"<h1>CLIRMatrix {kind}: {_e(root.resolve().name)}</h1>", f"<p class=muted>{_e(str(root.resolve()))}</p>"]
+    if (root / layout.CARD).is_file():
+        parts.append(f"<p>The dataset card, with the method, inputs, sizes, limits, licences and how to cite: <a href='{layout.CARD}'>{layout.CARD}</a></p>")
     titles = _TitleLookup(root, manifest)
     parts += _inputs(manifest) + _languages(manifest) + _files(released) + _statistics(root) + _labels(root, released) + _samples(root, released, titles)
     body = "\n".join(parts)

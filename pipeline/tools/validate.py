@@ -30,6 +30,7 @@ from clirmatrix.pipeline.io.localio import STREAM_ERRORS, md5_of
 from clirmatrix.pipeline.output.jsonl import MalformedRecordError, QueryRecord, iter_lines, parse_doc, parse_query, walk_release
 from clirmatrix.pipeline.output.layout import (
     BASE_CANDIDATES,
+    CARD,
     CONTEXTS,
     INDEX,
     MANIFEST,
@@ -200,7 +201,7 @@ class _Validator:
         released = []
         strays = 0
         for path, parsed in walk_release(self.root):
-            if path in (INDEX, MANIFEST, REPORT) or path.startswith(STATS_DIR + "/"):
+            if path in (INDEX, MANIFEST, REPORT, CARD) or path.startswith(STATS_DIR + "/"):
                 continue
             if parsed is None:
                 strays += 1
