@@ -443,10 +443,9 @@ def small_builds(args: argparse.Namespace) -> list[dict]:
     whatever its size is what is left of its wall clock once its work (the plan's CPU
     at the rates measured above) is spread over the workers.
     """
+    import multiprocessing
     import statistics
 
-    from clirmatrix.beam_jobs.build import run_build
-    from clirmatrix.pipeline.config import BuildConfig
     from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
     builds: dict[str, list[dict]] = {}
@@ -457,17 +456,10 @@ def small_builds(args: argparse.Namespace) -> list[dict]:
             dumps, out = root / "dumps", root / "out"
             if not (dumps / "sample-truth.json").exists():
                 write_sample_dumps(dumps, args.small_docs, langs, broken=False)
-            shutil.rmtree(out, ignore_errors=True)
-            watch = LocalWatch()
-            logging.getLogger("clirmatrix").addHandler(watch)
-            logging.getLogger("clirmatrix").setLevel(logging.INFO)
-            try:
-                result = run_build(replace(BuildConfig(), dumps=str(dumps), out=str(out), min_docs=1_000, workers=args.workers))
-            finally:
-                logging.getLogger("clirmatrix").removeHandler(watch)
-                watch.close()
-            stages = {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGES}
-            builds.setdefault("+".join(langs), []).append({"stages": stages, **build_facts(str(dumps), result)})
+            # In a fresh process: the driver's memory is the build's own, not what this one holds from the runs before.
+            with multiprocessing.get_context("spawn").Pool(1) as pool:
+                stages, facts = pool.apply(_one_local_build, (str(dumps), str(out), args.workers))
+            builds.setdefault("+".join(langs), []).append({"stages": stages, **facts})
             print(f"small build {'+'.join(langs)}, round {round_ + 1}: {sum(e['seconds'] for e in stages.values()):.1f} s", flush=True)
     merged = []
     for name, rounds in builds.items():
@@ -478,6 +470,23 @@ def small_builds(args: argparse.Namespace) -> list[dict]:
         }
         merged.append({**first, "name": name, "stages": stages, "rounds": [r["stages"] for r in rounds], "workers": args.workers})
     return merged
+
+
+def _one_local_build(dumps: str, out: str, workers: int) -> tuple[dict, dict]:
+    """One build on the local runner, each stage watched (``LocalWatch``): its stages' measurements and ``build_facts``."""
+    from clirmatrix.beam_jobs.build import run_build
+    from clirmatrix.pipeline.config import BuildConfig
+
+    shutil.rmtree(out, ignore_errors=True)
+    watch = LocalWatch()
+    logging.getLogger("clirmatrix").addHandler(watch)
+    logging.getLogger("clirmatrix").setLevel(logging.INFO)
+    try:
+        result = run_build(replace(BuildConfig(), dumps=dumps, out=out, min_docs=1_000, workers=workers))
+    finally:
+        logging.getLogger("clirmatrix").removeHandler(watch)
+        watch.close()
+    return {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGES}, build_facts(dumps, result)
 
 
 def extraction_rates(args: argparse.Namespace) -> dict[str, float]:
@@ -579,17 +588,25 @@ def fit_cost_model(runs: list[dict], small: list[dict], base: dict, workers: int
     for stage in STAGES:
         overhead["dask"][stage] = {**empty, "fixed": round(max(float(np.median([r[stage][0] for r in dask])), 0.0), 3)} if dask else empty
 
-    # Memory: each stage's worker baseline from the small local builds (their least), Dask's extra from the stage
-    # that streams (extract_docs), and what grows with the largest unit's documents from the Dask runs.
-    base_mb = {stage: min(build["stages"][stage]["worker_peak_mb"] for build in small) for stage in STAGES}
-    offset = float(np.median([run["stages"]["extract_docs"]["worker_peak_mb"] - base_mb["extract_docs"] for run in runs])) if runs else 0.0
+    # Memory: each stage's worker baseline and its growth with the units a worker runs (allocations kept between units),
+    # fitted over the small local builds; Dask's extra from the stage that streams (extract_docs); what grows with the
+    # largest unit's documents from the Dask runs.
+    base_mb, per_unit_mb, most_units = {}, {}, {}
+    for stage in STAGES:
+        peaks = np.array([build["stages"][stage]["worker_peak_mb"] for build in small])
+        spread = np.array([r[stage][1] for r in local])
+        slope, intercept = np.polyfit(spread, peaks, 1) if len(small) > 1 and np.ptp(spread) > 0 else (0.0, float(peaks.min()))
+        slope = max(float(slope), 0.0)
+        base_mb[stage] = round(float(peaks.min()) if slope == 0 else float(intercept), 1)
+        per_unit_mb[stage], most_units[stage] = round(slope, 2), float(spread.max())
+    offset = float(np.median([run["stages"]["extract_docs"]["worker_peak_mb"] - base_mb["extract_docs"] - per_unit_mb["extract_docs"] for run in runs])) if runs else 0.0
     per_amount = {}
     for stage in STAGES:
         slopes = []
         for run in runs:
             amount = planning.unit_amounts(stage, max(run["languages"].values()), settings)
             if amount > 0:
-                slopes.append((run["stages"][stage]["worker_peak_mb"] - base_mb[stage] - offset) / amount)
+                slopes.append((run["stages"][stage]["worker_peak_mb"] - base_mb[stage] - per_unit_mb[stage] - offset) / amount)
         per_amount[stage] = float(f"{max(float(np.median(slopes)), 0.0):.4g}") if slopes else 0.0
     driver = {
         "local": max(max(stage["driver_peak_mb"] for stage in build["stages"].values()) for build in small),
@@ -609,7 +626,9 @@ def fit_cost_model(runs: list[dict], small: list[dict], base: dict, workers: int
     shape = {"lines_per_query_and_target": sum(b["full_lines"] for b in small) / queries, "pairs_per_query_and_target": sum(b["full_pairs"] for b in small) / queries}
     return {
         "overhead_seconds": overhead,
-        "memory_mb": {"base_mb": base_mb, "dask_offset_mb": round(offset, 1), "per_amount_mb": per_amount, "driver_mb": driver},
+        "memory_mb": {
+            "base_mb": base_mb, "per_unit_mb": per_unit_mb, "most_units": most_units, "dask_offset_mb": round(offset, 1), "per_amount_mb": per_amount, "driver_mb": driver,
+        },
         "disk_bytes": disk,
         "sample_shape": {key: round(value, 4) for key, value in shape.items()},
     }
@@ -634,6 +653,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--small-rounds", type=int, default=2)
     parser.add_argument("--kinds-docs", type=int, default=3_000, help="articles a language in the dumps extraction is timed on")
     parser.add_argument("--kinds-rounds", type=int, default=3)
+    parser.add_argument("--small-only", action="store_true", help="with --report: run the small builds again, the rest from OUT/results.json")
     args = parser.parse_args(argv)
     from clirmatrix.pipeline.method.units import DEFAULT_BLOCK_SIZE, DEFAULT_SHARD_DOCS
 
@@ -661,11 +681,14 @@ def main(argv: list[str] | None = None) -> None:
     projection = project(runs, settings.shard_docs)
     if args.report:
         small, extraction = saved.get("small", []), saved.get("extraction", {})
+        if args.small_only:
+            small = small_builds(args)
     else:
         extraction = extraction_rates(args)
         small = small_builds(args)
     results.parent.mkdir(parents=True, exist_ok=True)
-    command = saved.get("command", "") if args.report else "python bench/scale_bench.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    this = "python bench/scale_bench.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = (saved.get("command", "").split(" && ")[0] + (f" && {this}" if args.small_only else "")) if args.report else this
     results.write_text(json.dumps({"runs": runs, "projection": projection, "floors": floors, "small": small, "extraction": extraction, "settings": vars(settings), "command": command}, indent=1))
     print_report(runs, projection, settings)
     if floors:

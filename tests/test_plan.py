@@ -105,8 +105,10 @@ def test_bad_input_is_one_line(tmp_path):
         plan.CostModel.from_dict({"measured": "2026-11-27"})
 
 
-def test_the_command_prints_the_plan_and_one_line_errors(tmp_path, capsys):
-    from clirmatrix.cli import main
+def test_the_command_prints_the_plan_and_one_line_errors(tmp_path, capsys, monkeypatch):
+    from clirmatrix.cli import console, main
+
+    monkeypatch.setattr(console, "width", 200)  # wide enough that no table cell is cut, whatever the terminal
 
     listing = _listing(tmp_path, [_offered("en", HTML, 10_000_000_000), _offered("de", XML, 5_000_000_000)])
     assert main(["plan", "--listing", listing, "--workers", "8"]) == 0

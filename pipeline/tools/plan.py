@@ -438,7 +438,10 @@ def plan_build(
         in_driver = runner == "local" and (workers or min(units[stage], cores)) <= 1 and stage != "stats"
         overhead = {"fixed": 0.0, "per_unit": 0.0} if in_driver else model.overhead[runner].get(stage, {"fixed": 0.0, "per_unit": 0.0})
         wall = overhead["fixed"] + overhead["per_unit"] * units[stage] / parallel + max(work / parallel, unit_seconds)
-        mb = memory["base_mb"].get(stage, 0.0) + offset + memory["per_amount_mb"].get(stage, 0.0) * unit_amounts(stage, largest, settings)
+        # A worker's memory grows with the units it ran, as far as the small builds measured it (beyond: not known, not added).
+        ran = min(units[stage] / parallel, memory.get("most_units", {}).get(stage, 0.0))
+        mb = memory["base_mb"].get(stage, 0.0) + offset + memory.get("per_unit_mb", {}).get(stage, 0.0) * ran
+        mb += memory["per_amount_mb"].get(stage, 0.0) * unit_amounts(stage, largest, settings)
         stages.append(StagePlan(stage, units[stage], work, wall, mb, unit_seconds))
     total = sum(docs.values())
     targets = total * max(n - 1, 0)
