@@ -33,7 +33,7 @@ from apache_beam.metrics import Metrics
 from clirmatrix.beam_jobs import common
 from clirmatrix.beam_jobs.stages import Stage, run_job
 from clirmatrix.pipeline.config import DEFAULT_MIN_DOCS, DEFAULT_SPLIT_BYTES, BuildConfig
-from clirmatrix.pipeline.formats import cirrus, enterprise_html, mediawiki_xml
+from clirmatrix.pipeline.formats import articles, cirrus, enterprise_html, mediawiki_xml
 from clirmatrix.pipeline.io import bz2_ranges, fileio, gzip_parts, gzip_ranges
 from clirmatrix.pipeline.io.badinput import DEFAULT_MAX_BAD_FRACTION, DamagedInputError, FileReport, check_bad_fraction
 from clirmatrix.pipeline.io.bz2_ranges import BlockRange
@@ -42,7 +42,7 @@ from clirmatrix.pipeline.io.parquet_io import ParquetSink, row_counts
 from clirmatrix.pipeline.io.progress import ProgressLog
 from clirmatrix.pipeline.method.corpus import Folders
 from clirmatrix.pipeline.method.dedup import drop_duplicate_ids
-from clirmatrix.pipeline.method.dumps import CIRRUS, HTML, XML, DumpFile, find_dumps
+from clirmatrix.pipeline.method.dumps import HTML, XML, DumpFile, find_dumps
 from clirmatrix.pipeline.method.languages import is_unspaced
 from clirmatrix.pipeline.method.truncate import DEFAULT_MAX_CHARS, DEFAULT_MAX_TOKENS, rule_for
 from clirmatrix.pipeline.method.truncate_arrow import truncate_array
@@ -244,12 +244,7 @@ def output_path(out_dir: str, unit: DocsUnit) -> str:
 
 def read_dump(raw: BinaryIO, dump: DumpFile, report: FileReport, background_inflate: bool = False) -> Iterator[cirrus.Article]:
     """The articles of one opened dump file, read whole, in dump order; every record lands in ``report``."""
-    stream = fileio.open_dump(raw, dump.path, background_inflate)
-    if dump.kind == CIRRUS:
-        return cirrus.read_articles(fileio.iter_lines(stream, report), report)
-    if dump.kind == HTML:
-        return enterprise_html.read_articles(enterprise_html.tar_lines(stream, report), report)
-    return mediawiki_xml.read_articles(stream, report)
+    return articles.read_dump(raw, dump.path, dump.kind, report, background_inflate)
 
 
 def read_range(raw: BinaryIO, unit: DocsUnit, report: FileReport, crc_pieces: list) -> Iterator[cirrus.Article]:

@@ -18,7 +18,16 @@ of its own, imported ahead of the installed tree), and whether both wrote the sa
 bytes: the md5 of every released file (``manifest.json`` and ``report.html`` aside,
 which name versions and stages) after every build.
 
+With ``--plan`` it builds ``--rounds`` times and prints, per stage and in total,
+``clirmatrix plan``'s projection for these dumps (``pipeline/tools/plan.py`` with
+``pipeline/cost_model.json``) beside the measured wall clock and the peak RSS of the
+stage's largest worker process (polled, ``scale_bench.LocalWatch``) and of the driver:
+median and range of the rounds, and measured / projected. ``--sample`` builds the
+README's main command instead: ``clirmatrix sample DIR`` (2,000 articles a language,
+one broken record a dump) and ``build --min-docs 1000``.
+
 Usage: python bench/build_bench.py [--docs 58000] [--workers 2] [--out bench/out/build] [--against REV --rounds 2]
+       python bench/build_bench.py --plan [--sample] [--docs 20000] [--workers 2] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -96,6 +105,55 @@ def compare(args: argparse.Namespace, dumps: Path) -> None:
     print(f"\nwrite stage, share of the build (this tree): {100 * statistics.median(share):.1f}% ({100 * min(share):.1f}-{100 * max(share):.1f}%)")
 
 
+def against_plan(args: argparse.Namespace, dumps: Path, out: Path) -> None:
+    """``args.rounds`` builds of ``dumps``, each stage's wall clock and peak memory beside what ``plan`` projects for it."""
+    import logging
+    import statistics
+
+    from scale_bench import LocalWatch
+
+    from clirmatrix.pipeline.tools import plan
+
+    workers = None if args.sample else args.workers  # --sample: as the README's command, the build's default workers
+    started = time.perf_counter()
+    inputs = plan.inputs_from_dumps(str(dumps))
+    projected = plan.plan_build(inputs, workers, "local", plan.PlanSettings(min_docs=1_000))
+    print(f"plan: {time.perf_counter() - started:.1f} s to count {sum(lang.documents for lang in inputs.languages):,} documents; cost model of {projected.model_date}")
+    rounds = []
+    for round_ in range(args.rounds):
+        shutil.rmtree(out, ignore_errors=True)
+        watch = LocalWatch()
+        logging.getLogger("clirmatrix").addHandler(watch)
+        logging.getLogger("clirmatrix").setLevel(logging.INFO)
+        try:
+            started = time.perf_counter()
+            result = run_build(replace(BuildConfig(), dumps=str(dumps), out=str(out), min_docs=1_000, workers=workers or 0))
+            total = time.perf_counter() - started
+        finally:
+            logging.getLogger("clirmatrix").removeHandler(watch)
+            watch.close()
+        rounds.append({"total": total, **{stage: {"seconds": result.stage_seconds[stage], **watch.stages.get(stage, {})} for stage in STAGES}})
+        print(f"round {round_ + 1}: {total:.1f} s", flush=True)
+
+    def cell(values: list[float], digits: int = 1) -> str:
+        return f"{statistics.median(values):,.{digits}f} ({min(values):,.{digits}f}-{max(values):,.{digits}f})"
+
+    print("\n| stage | plan s | measured s | measured / plan | plan worker MB | measured worker MB | measured / plan |\n|---|---:|---:|---:|---:|---:|---:|")
+    for stage in projected.stages:
+        seconds = [r[stage.stage]["seconds"] for r in rounds]
+        memory = [r[stage.stage].get("worker_peak_mb", 0.0) for r in rounds]
+        mb_ratio = f"{statistics.median(memory) / stage.largest_unit_mb:.2f}" if stage.largest_unit_mb else "-"
+        print(f"| {stage.stage} | {stage.wall_seconds:.1f} | {cell(seconds)} | {statistics.median(seconds) / stage.wall_seconds:.2f} | {stage.largest_unit_mb:,.0f} | {cell(memory, 0)} | {mb_ratio} |")
+    totals = [r["total"] for r in rounds]
+    stage_sums = [sum(r[stage]["seconds"] for stage in STAGES) for r in rounds]
+    worker = [max(r[stage].get("worker_peak_mb", 0.0) for stage in STAGES) for r in rounds]
+    driver = [max(r[stage].get("driver_peak_mb", 0.0) for stage in STAGES) for r in rounds]
+    time_ratio, worker_ratio = statistics.median(stage_sums) / projected.wall_seconds, statistics.median(worker) / projected.peak_worker_mb
+    print(f"| **stages** | **{projected.wall_seconds:.1f}** | {cell(stage_sums)} | **{time_ratio:.2f}** | **{projected.peak_worker_mb:,.0f}** | {cell(worker, 0)} | **{worker_ratio:.2f}** |")
+    driver_ratio = statistics.median(driver) / projected.driver_mb
+    print(f"\nthe whole build (stages, manifest and report): {cell(totals)} s; driver peak {cell(driver, 0)} MB, plan {projected.driver_mb:,.0f} MB ({driver_ratio:.2f})")
+
+
 def released_digest(out: Path) -> str:
     """One md5 over every released file's path and md5 (what the two trees must agree on)."""
     import hashlib
@@ -114,7 +172,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="bench/out/build")
     parser.add_argument("--keep-dumps", action="store_true", help="reuse dumps generated by an earlier run")
     parser.add_argument("--against", default=None, help="a git revision to time side by side with this tree")
-    parser.add_argument("--rounds", type=int, default=2, help="with --against: builds of each")
+    parser.add_argument("--rounds", type=int, default=2, help="with --against: builds of each; with --plan: builds")
+    parser.add_argument("--plan", action="store_true", help="print plan's projection beside the measured builds")
+    parser.add_argument("--sample", action="store_true", help="the README's sample (clirmatrix sample DIR) instead of --docs articles a language")
     args = parser.parse_args(argv)
 
     root = Path(args.out)
@@ -123,7 +183,8 @@ def main(argv: list[str] | None = None) -> None:
         shutil.rmtree(root, ignore_errors=True)
         started = time.perf_counter()
         # In a child process, so the generator's memory does not count as the build's peak RSS.
-        child = multiprocessing.Process(target=write_sample_dumps, args=(dumps,), kwargs={"docs_per_lang": args.docs, "langs": MULTI8_LANGUAGES, "seed": 13})
+        sample = {} if args.sample else {"docs_per_lang": args.docs, "langs": MULTI8_LANGUAGES, "seed": 13}  # --sample: the command's defaults
+        child = multiprocessing.Process(target=write_sample_dumps, args=(dumps,), kwargs=sample)
         child.start()
         child.join()
         if child.exitcode:
@@ -131,6 +192,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"generated dumps: {time.perf_counter() - started:.1f} s, {sum(p.stat().st_size for p in dumps.rglob('*') if p.is_file()) / 1e6:.1f} MB")
     if args.against:
         compare(args, dumps)
+        return
+    if args.plan:
+        against_plan(args, dumps, out)
         return
     shutil.rmtree(out, ignore_errors=True)
 

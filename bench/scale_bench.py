@@ -27,17 +27,34 @@ units are seconds long, and in a build this small each worker's first unit of th
 several times a later one, is a large share of them, where a release's long-lived workers
 pay it once among hundreds of units.
 
-Last, on the largest build's work folder, every part beside its floor in this process
+Then, on the largest build's work folder, every part beside its floor in this process
 (``bench/part_floors.py``: the simplest program doing the same unavoidable work on the
-same data), and the rates go to the cost model ``pipeline/cost_model.json`` (dated), which
-planning reads.
+same data).
+
+Last, what ``clirmatrix plan`` needs beside the rates (docs/planning.md):
+
+- extraction's CPU a compressed byte of each kind of dump (CirrusSearch gzip and bz2,
+  XML bz2, Enterprise HTML), the docs stage's own unit run in this process on sample
+  dumps of ``--kinds-docs`` articles (``extraction_rates``);
+- small builds of the sample dumps on the local runner (``--small-langs``, ``--small-docs``,
+  ``--small-rounds``; ``small_builds``): each stage's start-up (what is left of its wall
+  clock once its projected work is spread over the workers, fitted as a fixed cost plus one
+  a unit), each stage's worker baseline memory and the driver's, and the sample
+  generator's release shape (BI-139 full lines and pairs a query and target language);
+- from all builds, WORK and OUT bytes a document and a document and target language, Dask's
+  extra memory a worker and each stage's memory a document of its largest unit
+  (``fit_cost_model``).
+
+Everything goes to the cost model ``pipeline/cost_model.json`` (dated, with this command).
 
 Usage: python bench/scale_bench.py [--sizes 250000,1000000] [--workers 2] [--memory-limit 3GB] [--reuse] [--report] [--floor-rounds 5]
+                                   [--small-langs en+de,en+de+es+ru] [--small-docs 1200] [--small-rounds 2] [--kinds-docs 3000]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -52,13 +69,12 @@ from pathlib import Path
 import numpy as np
 
 from clirmatrix.beam_jobs.build import STAGES
+from clirmatrix.pipeline.tools import plan as planning
+from clirmatrix.pipeline.tools.plan import FULL_PAIRS_PER_QUERY, RELEASE_FULL_PAIRS, RELEASE_LANGUAGES, RELEASE_QUERIES
 
 EN_DOCS = 5_984_197  # DOCS/en.tsv.gz of the release (docs/formats.md 1.4)
-RELEASE_QUERIES = 49_280_000  # every title of the 139 languages (issue 14; the dissertation's Table 7.1 totals)
-RELEASE_FULL_PAIRS = 34_060_000_000  # labelled (query, document) pairs of BI-139 full
-RELEASE_DIRECTIONS = 139 * 138
-FULL_PAIRS_PER_QUERY = 51  # BI-139 full, en -> af train: 3,011,938 pairs for 58,745 queries (docs/formats.md 1.3)
-OTHER_LANGUAGES = 138  # every query's labels are carried into 138 other languages
+RELEASE_DIRECTIONS = RELEASE_LANGUAGES * (RELEASE_LANGUAGES - 1)
+OTHER_LANGUAGES = RELEASE_LANGUAGES - 1  # every query's labels are carried into 138 other languages
 
 
 def _proc(pid: int, name: str) -> str:
@@ -194,7 +210,34 @@ def run_size(docs: int, args: argparse.Namespace) -> dict:
         "stages": {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGES},
         "units": unit_costs(result),
         "released_mb": round(sum(entry["bytes"] for entry in result.summaries["write_release"].sets.values()) / 1e6, 1),
+        **build_facts(str(dumps), result),
     }
+
+
+def build_facts(dumps: str, result) -> dict:
+    """What the cost model fits beside the rates: the languages' documents, the dumps' bytes by file, WORK's and OUT's bytes,
+    and BI-139 full's lines and pairs (a build's release shape)."""
+    from clirmatrix.pipeline.method.dumps import choose_links, discover
+
+    found = discover(dumps)
+    links = choose_links(found, "auto", dumps)
+    full = [f for f in result.summaries["write_release"].files if "/full/" in f["path"]]
+    return {
+        "languages": {lang: entry["docs"] for lang, entry in result.summaries["extract_docs"].languages.items()},
+        "dump_files": {lang: [[d.kind, d.path, os.path.getsize(d.path)] for d in files] for lang, files in found.docs.items()},
+        "link_files": [[path, os.path.getsize(path)] for path in (*links.sitelinks_files, *(path for _, path in links.page_props))],
+        "link_kind": links.sitelinks_kind,
+        "work_bytes": folder_bytes(Path(result.work)),
+        "out_bytes": folder_bytes(Path(result.out), skip=Path(result.work)),
+        "full_lines": sum(f["lines"] for f in full),
+        "full_pairs": sum(f["pairs"] for f in full),
+    }
+
+
+def folder_bytes(root: Path, skip: Path | None = None) -> int:
+    """Bytes of every file under ``root`` (less those under ``skip``)."""
+    skip = skip.resolve() if skip else None
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not (skip and p.resolve().is_relative_to(skip)))
 
 
 def unit_costs(result) -> dict:
@@ -344,6 +387,253 @@ def project(runs: list[dict], shard_docs: int) -> dict:
     }
 
 
+class LocalWatch(logging.Handler):
+    """Per stage of a build on the local runner: the driver's peak RSS and its worker processes' largest, polled.
+
+    The local runner starts fresh worker processes for every stage's pipeline, so a
+    stage's worker peak is its own; a worker's ``VmHWM`` is read every ``interval``
+    seconds while it lives (a peak reached in its last moments can be missed).
+    """
+
+    def __init__(self, interval: float = 0.05) -> None:
+        super().__init__(level=logging.INFO)
+        self.stages: dict[str, dict] = {}
+        self.current: str | None = None
+        self.interval = interval
+        self._stop = False
+        import threading
+
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        from clirmatrix.beam_jobs.local_worker import local_workers
+
+        while not self._stop:
+            stage = self.current
+            if stage is not None:
+                for pid in local_workers(os.getpid()):
+                    try:
+                        peak = peak_rss_mb(pid)
+                    except OSError:
+                        continue
+                    entry = self.stages[stage]
+                    entry["worker_peak_mb"] = round(max(entry["worker_peak_mb"], peak), 1)
+            time.sleep(self.interval)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg == "%s: running":
+            reset_peak(os.getpid())
+            self.stages[record.args[0]] = {"worker_peak_mb": 0.0}
+            self.current = record.args[0]
+        elif record.msg == "%s: done in %.1f s":
+            self.stages[record.args[0]]["driver_peak_mb"] = round(peak_rss_mb(os.getpid()), 1)
+            self.current = None
+
+    def close(self) -> None:
+        self._stop = True
+        super().close()
+
+
+def small_builds(args: argparse.Namespace) -> list[dict]:
+    """Sample builds of a few languages on the local runner: each stage's start-up, its workers' baseline memory, disk, the release shape.
+
+    Each language set (``--small-langs``) is built ``--small-rounds`` times, the sets
+    alternating; a stage's seconds are the median of its rounds. What a stage pays
+    whatever its size is what is left of its wall clock once its work (the plan's CPU
+    at the rates measured above) is spread over the workers.
+    """
+    import multiprocessing
+    import statistics
+
+    from clirmatrix.pipeline.tools.sample import write_sample_dumps
+
+    builds: dict[str, list[dict]] = {}
+    sets = [tuple(group.split("+")) for group in args.small_langs.split(",")]
+    for round_ in range(args.small_rounds):
+        for langs in sets:
+            root = Path(args.out).resolve() / f"small-{'-'.join(langs)}"
+            dumps, out = root / "dumps", root / "out"
+            if not (dumps / "sample-truth.json").exists():
+                write_sample_dumps(dumps, args.small_docs, langs, broken=False)
+            # In a fresh process: the driver's memory is the build's own, not what this one holds from the runs before.
+            with multiprocessing.get_context("spawn").Pool(1) as pool:
+                stages, facts = pool.apply(_one_local_build, (str(dumps), str(out), args.workers))
+            builds.setdefault("+".join(langs), []).append({"stages": stages, **facts})
+            print(f"small build {'+'.join(langs)}, round {round_ + 1}: {sum(e['seconds'] for e in stages.values()):.1f} s", flush=True)
+    merged = []
+    for name, rounds in builds.items():
+        first = rounds[0]
+        stages = {
+            stage: {key: statistics.median(r["stages"][stage].get(key, 0.0) for r in rounds) for key in ("seconds", "worker_peak_mb", "driver_peak_mb")}
+            for stage in STAGES
+        }
+        merged.append({**first, "name": name, "stages": stages, "rounds": [r["stages"] for r in rounds], "workers": args.workers})
+    return merged
+
+
+def _one_local_build(dumps: str, out: str, workers: int) -> tuple[dict, dict]:
+    """One build on the local runner, each stage watched (``LocalWatch``): its stages' measurements and ``build_facts``."""
+    from clirmatrix.beam_jobs.build import run_build
+    from clirmatrix.pipeline.config import BuildConfig
+
+    shutil.rmtree(out, ignore_errors=True)
+    watch = LocalWatch()
+    logging.getLogger("clirmatrix").addHandler(watch)
+    logging.getLogger("clirmatrix").setLevel(logging.INFO)
+    try:
+        result = run_build(replace(BuildConfig(), dumps=dumps, out=out, min_docs=1_000, workers=workers))
+    finally:
+        logging.getLogger("clirmatrix").removeHandler(watch)
+        watch.close()
+    return {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGES}, build_facts(dumps, result)
+
+
+def extraction_rates(args: argparse.Namespace) -> dict[str, float]:
+    """CPU seconds a compressed byte of each kind and compression of dump, by the docs stage's own unit in this process.
+
+    On the sample generator's dumps of ``--kinds-docs`` articles a language, in both
+    layouts (classic: CirrusSearch gzip, CirrusSearch bz2 parts, XML bz2; fresh: Enterprise
+    HTML, multistream XML), each file read whole once to warm up, then ``--kinds-rounds``
+    times (the median). An HTML dump read in ranges also pays its index (~5-10%).
+    """
+    import statistics
+
+    from clirmatrix.beam_jobs.extract_docs import DocsSettings, DocsUnit, ExtractDumpFile
+    from clirmatrix.pipeline.method.dumps import discover
+    from clirmatrix.pipeline.tools.sample import write_sample_dumps
+
+    root = Path(args.out).resolve() / "kinds"
+    cpu: dict[str, float] = {}
+    size: dict[str, int] = {}
+    for inputs in ("classic", "fresh"):
+        dumps = root / inputs
+        if not (dumps / "sample-truth.json").exists():
+            write_sample_dumps(dumps, args.kinds_docs, ("en", "ar", "fr"), broken=False, inputs=inputs)
+        reader = ExtractDumpFile(str(root / "docs"), DocsSettings())
+        reader.setup()
+        for files in discover(str(dumps)).docs.values():
+            for dump in files:
+                key = planning.extract_key(dump.kind, dump.path)
+                run = functools.partial(_read_whole, reader, DocsUnit(0, dump))
+                run()
+                cpu[key] = cpu.get(key, 0.0) + statistics.median(_process_cpu(run) for _ in range(args.kinds_rounds))
+                size[key] = size.get(key, 0) + os.path.getsize(dump.path)
+    rates = {key: cpu[key] / size[key] for key in cpu}
+    print("extraction, CPU a compressed MB: " + ", ".join(f"{key} {rate * 1e6:.2f} s" for key, rate in sorted(rates.items())), flush=True)
+    return rates
+
+
+def _read_whole(reader, unit) -> list:
+    return list(reader.process(unit))
+
+
+def _process_cpu(run) -> float:
+    started = time.process_time()
+    run()
+    return time.process_time() - started
+
+
+def plan_inputs(build: dict) -> planning.PlanInputs:
+    """A measured build's inputs as ``plan`` takes them, its documents as the build counted them."""
+    languages = tuple(
+        planning.LanguageInput(lang, files[0][0], tuple((path, size) for _, path, size in files), build["languages"].get(lang, 0), True)
+        for lang, files in sorted(build["dump_files"].items())
+    )
+    return planning.PlanInputs("", languages, tuple((path, size) for path, size in build["link_files"]), build["link_kind"], True)
+
+
+def fit_cost_model(runs: list[dict], small: list[dict], base: dict, workers: int) -> dict:
+    """The start-up, memory, disk and release shape parts of the cost model, fitted on the measured builds.
+
+    ``base`` holds the rates already measured (``rates_cpu_seconds``, ``extract_docs_per_byte``,
+    ``extract_sitelinks_per_byte``); the plan's own CPU model turns them into each
+    stage's work, and what a stage took beyond its work over the workers is its start-up:
+    ``fixed + per_unit * units / workers`` fitted over the small local builds, a fixed
+    cost alone on Dask (its runs differ in size, hardly in units).
+    """
+    settings = planning.PlanSettings(min_docs=1_000)
+    empty = {"fixed": 0.0, "per_unit": 0.0}
+    skeleton = {**base, "measured": "", "command": "", "overhead_seconds": {"local": {}, "dask": {}},
+                "memory_mb": {"base_mb": {}, "per_amount_mb": {}, "driver_mb": {}}, "disk_bytes": {}}
+    model = planning.CostModel.from_dict(skeleton)
+
+    def residuals(build: dict) -> dict[str, tuple[float, float, int]]:
+        inputs = plan_inputs(build)
+        docs = {lang.lang: lang.documents for lang in inputs.languages if lang.documents >= settings.min_docs}
+        n = len(docs)
+        shape = planning.Shape(build["full_lines"] / max(sum(docs.values()) * (n - 1), 1), build["full_pairs"] / max(sum(docs.values()) * (n - 1), 1), "")
+        units = planning.stage_units(docs, inputs, settings)
+        cpu = planning.stage_cpu(inputs, docs, model, settings, shape)
+        found = {}
+        for stage in STAGES:
+            parallel = planning.stage_workers(stage, units[stage], workers, workers)
+            work, unit_seconds = cpu[stage]
+            found[stage] = (build["stages"][stage]["seconds"] - max(work / parallel, unit_seconds), units[stage] / parallel, units[stage])
+        return found
+
+    overhead: dict[str, dict[str, dict[str, float]]] = {"local": {}, "dask": {}}
+    local = [residuals(build) for build in small]
+    for stage in STAGES:
+        left = np.array([r[stage][0] for r in local])
+        spread = np.array([r[stage][1] for r in local])
+        if len(local) > 1 and np.ptp(spread) > 0:
+            per_unit, fixed = np.polyfit(spread, left, 1)
+            if per_unit < 0 or fixed < 0:
+                per_unit, fixed = (0.0, float(left.mean())) if per_unit < 0 else (float(np.dot(spread, left) / np.dot(spread, spread)), 0.0)
+        else:
+            per_unit, fixed = 0.0, float(left.mean()) if len(left) else 0.0
+        overhead["local"][stage] = {"fixed": round(max(float(fixed), 0.0), 3), "per_unit": round(max(float(per_unit), 0.0), 4)}
+    dask = [residuals(run) for run in runs]
+    for stage in STAGES:
+        overhead["dask"][stage] = {**empty, "fixed": round(max(float(np.median([r[stage][0] for r in dask])), 0.0), 3)} if dask else empty
+
+    # Memory: each stage's worker baseline and its growth with the units a worker runs (allocations kept between units),
+    # fitted over the small local builds; Dask's extra from the stage that streams (extract_docs); what grows with the
+    # largest unit's documents from the Dask runs.
+    base_mb, per_unit_mb, most_units = {}, {}, {}
+    for stage in STAGES:
+        peaks = np.array([build["stages"][stage]["worker_peak_mb"] for build in small])
+        spread = np.array([r[stage][1] for r in local])
+        slope, intercept = np.polyfit(spread, peaks, 1) if len(small) > 1 and np.ptp(spread) > 0 else (0.0, float(peaks.min()))
+        slope = max(float(slope), 0.0)
+        base_mb[stage] = round(float(peaks.min()) if slope == 0 else float(intercept), 1)
+        per_unit_mb[stage], most_units[stage] = round(slope, 2), float(spread.max())
+    offset = float(np.median([run["stages"]["extract_docs"]["worker_peak_mb"] - base_mb["extract_docs"] - per_unit_mb["extract_docs"] for run in runs])) if runs else 0.0
+    per_amount = {}
+    for stage in STAGES:
+        slopes = []
+        for run in runs:
+            amount = planning.unit_amounts(stage, max(run["languages"].values()), settings)
+            if amount > 0:
+                slopes.append((run["stages"][stage]["worker_peak_mb"] - base_mb[stage] - per_unit_mb[stage] - offset) / amount)
+        per_amount[stage] = float(f"{max(float(np.median(slopes)), 0.0):.4g}") if slopes else 0.0
+    driver = {
+        "local": max(max(stage["driver_peak_mb"] for stage in build["stages"].values()) for build in small),
+        "dask": max((max(stage["driver_peak_mb"] for stage in run["stages"].values()) for run in runs), default=0.0),
+    }
+
+    # Disk: WORK and OUT in bytes a document and a document and target language, least squares over every build.
+    builds = small + runs
+    docs = np.array([sum(b["languages"].values()) for b in builds], dtype=float)
+    targets = np.array([sum(b["languages"].values()) * (len(b["languages"]) - 1) for b in builds], dtype=float)
+    columns = np.column_stack([docs, targets])
+    disk = {}
+    for name in ("work", "out"):
+        (per_doc, per_target), *_ = np.linalg.lstsq(columns, np.array([b[f"{name}_bytes"] for b in builds], dtype=float), rcond=None)
+        disk[f"{name}_per_document"], disk[f"{name}_per_document_and_target"] = round(max(float(per_doc), 0.0), 1), round(max(float(per_target), 0.0), 1)
+    queries = sum(sum(b["languages"].values()) * (len(b["languages"]) - 1) for b in small)
+    shape = {"lines_per_query_and_target": sum(b["full_lines"] for b in small) / queries, "pairs_per_query_and_target": sum(b["full_pairs"] for b in small) / queries}
+    return {
+        "overhead_seconds": overhead,
+        "memory_mb": {
+            "base_mb": base_mb, "per_unit_mb": per_unit_mb, "most_units": most_units, "dask_offset_mb": round(offset, 1), "per_amount_mb": per_amount, "driver_mb": driver,
+        },
+        "disk_bytes": disk,
+        "sample_shape": {key: round(value, 4) for key, value in shape.items()},
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="250000,1000000", help="English articles per run, comma-separated")
@@ -357,7 +647,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reuse", action="store_true", help="keep dumps generated by an earlier run")
     parser.add_argument("--report", action="store_true", help="print the tables again from OUT/results.json, without building")
     parser.add_argument("--floor-rounds", type=int, default=5, help="rounds of each part beside its floor (0: none)")
-    parser.add_argument("--cost-model", default=str(COST_MODEL), help="where the measured rates are written")
+    parser.add_argument("--cost-model", default=str(planning.COST_MODEL), help="where the measured rates are written")
+    parser.add_argument("--small-langs", default="en+de,en+de+es+ru", help="the small local builds' language sets (sample dumps), comma-separated")
+    parser.add_argument("--small-docs", type=int, default=1_200, help="articles a language in the small builds")
+    parser.add_argument("--small-rounds", type=int, default=2)
+    parser.add_argument("--kinds-docs", type=int, default=3_000, help="articles a language in the dumps extraction is timed on")
+    parser.add_argument("--kinds-rounds", type=int, default=3)
+    parser.add_argument("--small-only", action="store_true", help="with --report: run the small builds again, the rest from OUT/results.json")
     args = parser.parse_args(argv)
     from clirmatrix.pipeline.method.units import DEFAULT_BLOCK_SIZE, DEFAULT_SHARD_DOCS
 
@@ -383,18 +679,25 @@ def main(argv: list[str] | None = None) -> None:
         runs[-1]["units"]["warm_links_cpu"] = part_floors.links_costs(runs[-1]["work"], args.floor_rounds)
         floors = part_floors.measure(part_floors.default_parts(runs[-1]["work"]), args.floor_rounds)
     projection = project(runs, settings.shard_docs)
+    if args.report:
+        small, extraction = saved.get("small", []), saved.get("extraction", {})
+        if args.small_only:
+            small = small_builds(args)
+    else:
+        extraction = extraction_rates(args)
+        small = small_builds(args)
     results.parent.mkdir(parents=True, exist_ok=True)
-    command = saved.get("command", "") if args.report else "python bench/scale_bench.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    results.write_text(json.dumps({"runs": runs, "projection": projection, "floors": floors, "settings": vars(settings), "command": command}, indent=1))
+    this = "python bench/scale_bench.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = (saved.get("command", "").split(" && ")[0] + (f" && {this}" if args.small_only else "")) if args.report else this
+    results.write_text(json.dumps({"runs": runs, "projection": projection, "floors": floors, "small": small, "extraction": extraction, "settings": vars(settings), "command": command}, indent=1))
     print_report(runs, projection, settings)
     if floors:
         import part_floors
 
         part_floors.print_table(floors)
-    write_cost_model(Path(args.cost_model), command, runs, projection, floors)  # --report: the same measurements, projected anew
+    write_cost_model(Path(args.cost_model), command, runs, projection, floors, small, extraction, settings.workers)  # --report: the same measurements, projected anew
 
 
-COST_MODEL = Path(__file__).resolve().parents[1] / "pipeline" / "cost_model.json"
 _RENAMED = {"link": "link_entities", "write": "write_release"}  # the stages' names before 2026-11-26's ninth session
 
 
@@ -405,17 +708,24 @@ def renamed_stages(saved: dict) -> dict:
     return saved
 
 
-def write_cost_model(path: Path, command: str, runs: list[dict], projection: dict, floors: list[dict]) -> None:
-    """The measured rates of every part, dated, for planning a build (refreshed by each run of this bench)."""
+def write_cost_model(path: Path, command: str, runs: list[dict], projection: dict, floors: list[dict], small: list[dict], extraction: dict[str, float], workers: int) -> None:
+    """The measured rates of every part, dated, for planning a build (``clirmatrix plan``; refreshed by each run of this bench)."""
     import datetime
     import platform
 
+    sitelinks = [run["stages"]["extract_sitelinks"]["cpu_seconds"] / sum(size for _, size in run["link_files"]) for run in runs if run.get("link_files")]
+    base = {
+        "rates_cpu_seconds": projection["unit_rates"],
+        "extract_docs_per_byte": {key: float(f"{rate:.4g}") for key, rate in extraction.items()},
+        "extract_sitelinks_per_byte": float(f"{float(np.median(sitelinks)):.4g}") if sitelinks else 0.0,
+    }
     model = {
+        **base,
+        **(fit_cost_model(runs, small, base, workers) if small and extraction else {}),
         "measured": datetime.date.today().isoformat(),
         "command": command,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_implementation()} {platform.python_version()}",
         "sizes": [run["docs"] for run in runs],
-        "rates_cpu_seconds": projection["unit_rates"],
         "largest_unit_mb_english": {stage: entry["english_mb"] for stage, entry in projection["memory"].items()},
         "x_floor": {row["part"]: round(row["x_floor"], 2) for row in floors},
     }
