@@ -185,10 +185,10 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
         "stage_fingerprints": keys,
     }
     fileio.write_json(fileio.join(config.out, layout.MANIFEST), manifest)
+    write_card(config.out)
     if fileio.is_remote(config.out):
         found.notes.append(f"no {layout.REPORT} in {config.out} (an object store): run clirmatrix report on a local copy")
     else:
-        write_card(config.out)
         write_report(config.out, finished_only=False)
     fileio.remove_tree(marker)
     seconds = {name: log.seconds(name) for name in STAGES}

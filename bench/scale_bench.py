@@ -449,18 +449,19 @@ def small_builds(args: argparse.Namespace) -> list[dict]:
     from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
     builds: dict[str, list[dict]] = {}
-    sets = [tuple(group.split("+")) for group in args.small_langs.split(",")]
+    sets = [(tuple(group.split("+")), int(size)) for size in str(args.small_docs).split(",") for group in args.small_langs.split(",")]
     for round_ in range(args.small_rounds):
-        for langs in sets:
-            root = Path(args.out).resolve() / f"small-{'-'.join(langs)}"
+        for langs, size in sets:
+            name = "+".join(langs) + f"@{size}"
+            root = Path(args.out).resolve() / f"small-{'-'.join(langs)}-{size}"
             dumps, out = root / "dumps", root / "out"
             if not (dumps / "sample-truth.json").exists():
-                write_sample_dumps(dumps, args.small_docs, langs, broken=False)
+                write_sample_dumps(dumps, size, langs, broken=False)
             # In a fresh process: the driver's memory is the build's own, not what this one holds from the runs before.
             with multiprocessing.get_context("spawn").Pool(1) as pool:
                 stages, facts = pool.apply(_one_local_build, (str(dumps), str(out), args.workers))
-            builds.setdefault("+".join(langs), []).append({"stages": stages, **facts})
-            print(f"small build {'+'.join(langs)}, round {round_ + 1}: {sum(e['seconds'] for e in stages.values()):.1f} s", flush=True)
+            builds.setdefault(name, []).append({"stages": stages, **facts})
+            print(f"small build {name}, round {round_ + 1}: {sum(e['seconds'] for e in stages.values()):.1f} s", flush=True)
     merged = []
     for name, rounds in builds.items():
         first = rounds[0]
@@ -543,6 +544,29 @@ def plan_inputs(build: dict) -> planning.PlanInputs:
     return planning.PlanInputs("", languages, tuple((path, size) for path, size in build["link_files"]), build["link_kind"], True)
 
 
+def local_growth(docs_per_worker: list[float], peaks: list[float]) -> dict | None:
+    """``peak = base + a * docs ** p`` over the small local builds: ``p`` on a grid (0.1-1), ``base`` and ``a`` (>= 0) by least squares.
+
+    A local worker keeps what it allocated from unit to unit, so its peak grows with the
+    documents it ran through, less than linearly (the allocator reuses freed memory).
+    None when the builds do not spread in documents (nothing to fit).
+    """
+    x, y = np.array(docs_per_worker, dtype=float), np.array(peaks, dtype=float)
+    if len(x) < 3 or np.ptp(x) <= 0 or not y.any():
+        return None
+    best = None
+    for p in np.arange(0.1, 1.0001, 0.05):
+        columns = np.column_stack([np.ones_like(x), x**p])
+        (base, a), *_ = np.linalg.lstsq(columns, y, rcond=None)
+        if a < 0:
+            base, a = float(y.mean()), 0.0
+        error = float(np.sum((base + a * x**p - y) ** 2))
+        if best is None or error < best[0]:
+            best = (error, float(base), float(a), float(p))
+    _, base, a, p = best
+    return {"base": round(base, 1), "a": float(f"{a:.4g}"), "p": round(p, 2), "most": float(x.max())}
+
+
 def fit_cost_model(runs: list[dict], small: list[dict], base: dict, workers: int) -> dict:
     """The start-up, memory, disk and release shape parts of the cost model, fitted on the measured builds.
 
@@ -600,6 +624,9 @@ def fit_cost_model(runs: list[dict], small: list[dict], base: dict, workers: int
         base_mb[stage] = round(float(peaks.min()) if slope == 0 else float(intercept), 1)
         per_unit_mb[stage], most_units[stage] = round(slope, 2), float(spread.max())
     offset = float(np.median([run["stages"]["extract_docs"]["worker_peak_mb"] - base_mb["extract_docs"] - per_unit_mb["extract_docs"] for run in runs])) if runs else 0.0
+    # Local workers: the documents a worker ran through (the build's, over the stage's workers: units / (units a worker)).
+    growth = {stage: local_growth([sum(b["languages"].values()) * r[stage][1] / max(r[stage][2], 1) for b, r in zip(small, local, strict=True)],
+                                  [b["stages"][stage]["worker_peak_mb"] for b in small]) for stage in STAGES}
     per_amount = {}
     for stage in STAGES:
         slopes = []
@@ -628,6 +655,7 @@ def fit_cost_model(runs: list[dict], small: list[dict], base: dict, workers: int
         "overhead_seconds": overhead,
         "memory_mb": {
             "base_mb": base_mb, "per_unit_mb": per_unit_mb, "most_units": most_units, "dask_offset_mb": round(offset, 1), "per_amount_mb": per_amount, "driver_mb": driver,
+            "local_growth": {stage: fit for stage, fit in growth.items() if fit},
         },
         "disk_bytes": disk,
         "sample_shape": {key: round(value, 4) for key, value in shape.items()},
@@ -649,7 +677,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--floor-rounds", type=int, default=5, help="rounds of each part beside its floor (0: none)")
     parser.add_argument("--cost-model", default=str(planning.COST_MODEL), help="where the measured rates are written")
     parser.add_argument("--small-langs", default="en+de,en+de+es+ru", help="the small local builds' language sets (sample dumps), comma-separated")
-    parser.add_argument("--small-docs", type=int, default=1_200, help="articles a language in the small builds")
+    parser.add_argument("--small-docs", default="1200,6000", help="articles a language in the small builds, comma-separated (each set at each size)")
     parser.add_argument("--small-rounds", type=int, default=2)
     parser.add_argument("--kinds-docs", type=int, default=3_000, help="articles a language in the dumps extraction is timed on")
     parser.add_argument("--kinds-rounds", type=int, default=3)

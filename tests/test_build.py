@@ -35,8 +35,8 @@ def test_output_has_exactly_the_release_layout(built):
     files = {path for path in every if layout.parse_path(path)}
     assert files == expected
     others = {path for path in every if not layout.parse_path(path)}
-    assert {layout.INDEX, layout.MANIFEST} <= others
-    assert all(path in (layout.INDEX, layout.MANIFEST, layout.REPORT) or path.startswith("stats/") for path in others)
+    assert {layout.INDEX, layout.MANIFEST, layout.CARD} <= others
+    assert all(path in (layout.INDEX, layout.MANIFEST, layout.REPORT, layout.CARD) or path.startswith("stats/") for path in others)
 
 
 def test_validate_passes_on_the_build_with_the_sizes_it_was_built_with(built):

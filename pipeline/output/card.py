@@ -10,19 +10,21 @@ and no time of day, so the same inputs and settings give the same card.
 from __future__ import annotations
 
 import csv
+import io
 import os
 import re
 from collections import defaultdict
-from pathlib import Path
 
 import orjson
 
-from clirmatrix.pipeline.io.localio import atomic_write
+from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.output import layout
 
 CARD = layout.CARD
-_LOCAL_SETTINGS = frozenset({"dumps", "out", "work", "base_url", "es_url", "workers", "threads"})  # where and how fast, not what
+# Where and how the build ran, not what it made: paths, processes, and how the work was cut into units
+# (the same data on any runner and unit size, so the same card).
+_RUN_SETTINGS = frozenset({"dumps", "out", "work", "base_url", "es_url", "workers", "threads", "block_size", "shard_docs", "split_mb", "search_unit_queries"})
 _DATE = re.compile(r"(?<!\d)(20\d{6})(?!\d)")
 
 CITATION = """@inproceedings{sun-duh-2020-clirmatrix,
@@ -58,9 +60,9 @@ LIMITS = (
 )
 
 
-def _manifest(root: Path) -> dict | None:
-    path = root / layout.MANIFEST
-    return orjson.loads(path.read_bytes()) if path.is_file() else None
+def _manifest(root: str) -> dict | None:
+    path = fileio.join(root, layout.MANIFEST)
+    return orjson.loads(fileio.read_bytes(path)) if fileio.exists(path) else None
 
 
 def _table(header: list[str], rows: list[list[object]]) -> list[str]:
@@ -96,7 +98,7 @@ def _inputs(manifest: dict) -> list[str]:
 
 def _settings(manifest: dict) -> list[str]:
     settings = manifest.get("settings", {})
-    rows = [[name, ", ".join(value) if isinstance(value, list) else value] for name, value in sorted(settings.items()) if name not in _LOCAL_SETTINGS]
+    rows = [[name, ", ".join(value) if isinstance(value, list) else value] for name, value in sorted(settings.items()) if name not in _RUN_SETTINGS]
     return _table(["setting", "value"], rows)
 
 
@@ -108,13 +110,12 @@ def _sizes(manifest: dict) -> list[str]:
             + _table(["language", "documents", "linked to Wikidata"], [[lang, e.get("docs", 0), e.get("linked", 0)] for lang, e in sorted(per_lang.items())]))
 
 
-def _statistics(root: Path) -> list[str]:
+def _statistics(root: str) -> list[str]:
     """Per set and split (Tables 7.1-7.4 summed over directions): directions, queries, mean documents labelled >= 4 and >= 1."""
-    stats = root / layout.STATS_DIR
     lines: list[str] = []
-    for table in sorted(stats.glob("*.tsv")) if stats.is_dir() else ():
-        with open(table, newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
+    for table in sorted(fileio.list_files(fileio.join(root, layout.STATS_DIR, "*.tsv"))):
+        rows = list(csv.DictReader(io.StringIO(fileio.read_bytes(table).decode("utf-8"), newline=""), delimiter="\t"))
+        name = fileio.basename(table).removesuffix(".tsv")
         totals: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0, 0.0])
         for row in rows:
             total = totals[row["split"]]
@@ -124,7 +125,7 @@ def _statistics(root: Path) -> list[str]:
             total[2] += int(row["docs_ge4"])
             total[3] += int(row["docs_ge1"])
         ordered = [split for split in layout.SPLITS if split in totals]
-        lines += [f"**{table.stem}**", ""] + _table(
+        lines += [f"**{name}**", ""] + _table(
             ["split", "directions", "queries", "mean docs label >= 4", "mean docs label >= 1"],
             [[split, int(totals[split][0]), int(totals[split][1]), f"{totals[split][2] / max(totals[split][1], 1):.2f}",
               f"{totals[split][3] / max(totals[split][1], 1):.2f}"] for split in ordered])
@@ -132,8 +133,8 @@ def _statistics(root: Path) -> list[str]:
 
 
 def render_card(root: str | os.PathLike, configs: list[dict] | None = None, config_names: str = "") -> str:
-    """The card's Markdown for a build or a download at ``root``; ``configs`` (hf export) go into its front matter."""
-    root = Path(root)
+    """The card's Markdown for a build or a download at ``root`` (a local folder or an object store); ``configs`` (hf export) go into its front matter."""
+    root = os.fspath(root)
     manifest = _manifest(root)
     languages = sorted(manifest.get("languages", [])) if manifest else sorted(
         {item.src for _, item in _released(root)} | {item.tgt for _, item in _released(root) if item.tgt})
@@ -188,15 +189,14 @@ def _build_limits(manifest: dict | None) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _released(root: Path):
+def _released(root: str):
     from clirmatrix.pipeline.output.jsonl import walk_release
 
-    return [(path, item) for path, item in walk_release(root) if item is not None]
+    return [(path, item) for path, item in walk_release(root) if item is not None]  # a download: local (a build has its manifest)
 
 
-def write_card(root: str | os.PathLike, target: str | os.PathLike | None = None, configs: list[dict] | None = None, config_names: str = "") -> Path:
-    """Write the card (``root/README.md`` unless ``target``) atomically; returns its path."""
-    path = Path(target) if target else Path(root) / CARD
-    with atomic_write(path) as handle:
-        handle.write(render_card(root, configs, config_names).encode())
+def write_card(root: str | os.PathLike, target: str | os.PathLike | None = None, configs: list[dict] | None = None, config_names: str = "") -> str:
+    """Write the card (``root/README.md`` unless ``target``) atomically, on a local folder or an object store; returns its path."""
+    path = os.fspath(target) if target else fileio.join(os.fspath(root), CARD)
+    fileio.write_bytes(path, render_card(root, configs, config_names).encode())
     return path

@@ -183,7 +183,7 @@ class CostModel:
     extract_per_byte: dict[str, float]
     sitelinks_per_byte: float
     overhead: dict[str, dict[str, dict[str, float]]]  # runner -> stage -> {"fixed": s, "per_unit": s}
-    memory: dict  # {"base_mb": {stage: mb}, "per_amount_mb": {stage: mb}, "dask_offset_mb": mb, "driver_mb": {runner: mb}}
+    memory: dict  # {"base_mb", "per_amount_mb", "dask_offset_mb", "driver_mb", "local_growth": {stage: {base, a, p, most}}}
     disk: dict[str, float]  # bytes a document and a document and target language, of WORK and OUT
     sample_shape: Shape | None = None
     raw: dict = field(default_factory=dict)
@@ -396,6 +396,28 @@ def stage_cpu(inputs: PlanInputs, docs: dict[str, int], model: CostModel, settin
     }
 
 
+GROWTH_REACH = 4.0  # how far past the documents a worker ran through in the measured builds the local growth is extrapolated
+
+
+def worker_mb(memory: dict, stage: str, runner: str, docs_per_worker: float, units_per_worker: float, amount: float, offset: float) -> float:
+    """A stage's worker's peak memory.
+
+    On the local runner a worker process runs unit after unit and keeps what it allocated,
+    so its peak grows with the documents it runs through: ``base + a * docs ** p``, fitted
+    over the small local builds at two sizes (``local_growth``), extrapolated at most
+    ``GROWTH_REACH`` times past the most they ran through. On Dask (and with a model
+    without that fit): the stage's baseline, its growth with the units a worker ran (as
+    far as measured), and what grows with its largest unit's documents (the scale runs).
+    """
+    growth = memory.get("local_growth", {}).get(stage)
+    if runner == "local" and growth:
+        docs = min(docs_per_worker, GROWTH_REACH * growth["most"])
+        return growth["base"] + growth["a"] * docs ** growth["p"]
+    ran = min(units_per_worker, memory.get("most_units", {}).get(stage, 0.0))
+    mb = memory["base_mb"].get(stage, 0.0) + offset + memory.get("per_unit_mb", {}).get(stage, 0.0) * ran
+    return mb + memory["per_amount_mb"].get(stage, 0.0) * amount
+
+
 def stage_workers(stage: str, units: int, workers: int | None, cores: int) -> int:
     """The processes a stage's units are spread over: ``workers`` (else the build's default, its units up to ``cores``), at most its units; ``stats`` runs in the driver."""
     if stage == "stats":
@@ -429,6 +451,7 @@ def plan_build(
     units = stage_units(docs, inputs, settings)
     cpu = stage_cpu(inputs, docs, model, settings, shape)
     largest = max(docs.values(), default=0)
+    total_docs = sum(docs.values())
     memory = model.memory
     offset = memory.get("dask_offset_mb", 0.0) if runner == "dask" else 0.0
     stages = []
@@ -438,10 +461,7 @@ def plan_build(
         in_driver = runner == "local" and (workers or min(units[stage], cores)) <= 1 and stage != "stats"
         overhead = {"fixed": 0.0, "per_unit": 0.0} if in_driver else model.overhead[runner].get(stage, {"fixed": 0.0, "per_unit": 0.0})
         wall = overhead["fixed"] + overhead["per_unit"] * units[stage] / parallel + max(work / parallel, unit_seconds)
-        # A worker's memory grows with the units it ran, as far as the small builds measured it (beyond: not known, not added).
-        ran = min(units[stage] / parallel, memory.get("most_units", {}).get(stage, 0.0))
-        mb = memory["base_mb"].get(stage, 0.0) + offset + memory.get("per_unit_mb", {}).get(stage, 0.0) * ran
-        mb += memory["per_amount_mb"].get(stage, 0.0) * unit_amounts(stage, largest, settings)
+        mb = worker_mb(memory, stage, runner, total_docs / parallel, units[stage] / parallel, unit_amounts(stage, largest, settings), offset)
         stages.append(StagePlan(stage, units[stage], work, wall, mb, unit_seconds))
     total = sum(docs.values())
     targets = total * max(n - 1, 0)
