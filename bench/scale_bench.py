@@ -563,8 +563,8 @@ def local_growth(docs_per_worker: list[float], peaks: list[float]) -> dict | Non
         error = float(np.sum((base + a * x**p - y) ** 2))
         if best is None or error < best[0]:
             best = (error, float(base), float(a), float(p))
-    _, base, a, p = best
-    return {"base": round(base, 1), "a": float(f"{a:.4g}"), "p": round(p, 2), "most": float(x.max())}
+    error, base, a, p = best
+    return {"base": round(base, 1), "a": float(f"{a:.4g}"), "p": round(p, 2), "most": float(x.max()), "error": round(error, 1)}
 
 
 def fit_cost_model(runs: list[dict], small: list[dict], base: dict, workers: int) -> dict:
@@ -624,9 +624,15 @@ def fit_cost_model(runs: list[dict], small: list[dict], base: dict, workers: int
         base_mb[stage] = round(float(peaks.min()) if slope == 0 else float(intercept), 1)
         per_unit_mb[stage], most_units[stage] = round(slope, 2), float(spread.max())
     offset = float(np.median([run["stages"]["extract_docs"]["worker_peak_mb"] - base_mb["extract_docs"] - per_unit_mb["extract_docs"] for run in runs])) if runs else 0.0
-    # Local workers: the documents a worker ran through (the build's, over the stage's workers: units / (units a worker)).
-    growth = {stage: local_growth([sum(b["languages"].values()) * r[stage][1] / max(r[stage][2], 1) for b, r in zip(small, local, strict=True)],
-                                  [b["stages"][stage]["worker_peak_mb"] for b in small]) for stage in STAGES}
+    # Local workers: the peak grows with the documents a worker ran through (the build's over the stage's workers), or
+    # with its largest unit's (a language's index, a block): per stage, whichever explains the small builds better.
+    growth = {}
+    for stage in STAGES:
+        peaks = [b["stages"][stage]["worker_peak_mb"] for b in small]
+        through = local_growth([sum(b["languages"].values()) * r[stage][1] / max(r[stage][2], 1) for b, r in zip(small, local, strict=True)], peaks)
+        unit = local_growth([planning.largest_unit_docs(stage, max(b["languages"].values()), settings) for b in small], peaks)
+        fits = [(fit["error"], {**fit, "by": by}) for by, fit in (("worker", through), ("unit", unit)) if fit]
+        growth[stage] = min(fits, key=lambda pair: pair[0])[1] if fits else None
     per_amount = {}
     for stage in STAGES:
         slopes = []

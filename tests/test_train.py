@@ -607,7 +607,9 @@ def test_gradient_caching_gives_the_whole_batchs_losses_and_gradients(toy, tmp_p
     def off(ours: list[torch.Tensor]) -> float:  # the gradient's error, relative to its size
         return float(torch.cat([(a - b).flatten() for a, b in zip(ours, whole)]).norm() / torch.cat([b.flatten() for b in whole]).norm())
 
-    assert off(cached) < 5e-5 and off(plain) > 1e-3  # float rounding (measured 2-4e-6), against another loss (9e-3 to 0.5)
+    # Float rounding, which depends on the CPU's kernels: 2-4e-6 on one VM, 1.8e-4 for DAP on another (its embeddings'
+    # gradients are small, so the same absolute rounding is more of them); another loss is 9e-3 to 0.5 off.
+    assert off(cached) < 1e-3 and off(plain) > 20 * off(cached), (off(cached), off(plain))
 
 
 @pytest.mark.slow

@@ -320,6 +320,11 @@ class PlanSettings:
     multi_langs: tuple[str, ...] = MULTI8_LANGUAGES
 
 
+def largest_unit_docs(stage: str, largest_docs: int, settings: PlanSettings) -> float:
+    """The documents of a stage's largest unit: a shard, a block, or (the rest) the largest language's."""
+    return unit_amounts(stage, largest_docs, settings) or float(largest_docs)
+
+
 def unit_amounts(stage: str, largest_docs: int, settings: PlanSettings) -> float:
     """The documents (or queries) the stage's largest unit holds in memory: what its memory grows with."""
     if stage == "retrieve":
@@ -403,9 +408,10 @@ def worker_mb(memory: dict, stage: str, runner: str, docs_per_worker: float, uni
     """A stage's worker's peak memory.
 
     On the local runner a worker process runs unit after unit and keeps what it allocated,
-    so its peak grows with the documents it runs through: ``base + a * docs ** p``, fitted
-    over the small local builds at two sizes (``local_growth``), extrapolated at most
-    ``GROWTH_REACH`` times past the most they ran through. On Dask (and with a model
+    so its peak grows with the documents it runs through (``by: worker``), or, for a stage
+    whose peak is its largest unit (a language's index), with that unit's (``by: unit``):
+    ``base + a * docs ** p``, fitted over the small local builds at two sizes
+    (``local_growth``), extrapolated at most ``GROWTH_REACH`` times past the most measured. On Dask (and with a model
     without that fit): the stage's baseline, its growth with the units a worker ran (as
     far as measured), and what grows with its largest unit's documents (the scale runs).
     """
@@ -461,7 +467,8 @@ def plan_build(
         in_driver = runner == "local" and (workers or min(units[stage], cores)) <= 1 and stage != "stats"
         overhead = {"fixed": 0.0, "per_unit": 0.0} if in_driver else model.overhead[runner].get(stage, {"fixed": 0.0, "per_unit": 0.0})
         wall = overhead["fixed"] + overhead["per_unit"] * units[stage] / parallel + max(work / parallel, unit_seconds)
-        mb = worker_mb(memory, stage, runner, total_docs / parallel, units[stage] / parallel, unit_amounts(stage, largest, settings), offset)
+        through = largest_unit_docs(stage, largest, settings) if memory.get("local_growth", {}).get(stage, {}).get("by") == "unit" else total_docs / parallel
+        mb = worker_mb(memory, stage, runner, through, units[stage] / parallel, unit_amounts(stage, largest, settings), offset)
         stages.append(StagePlan(stage, units[stage], work, wall, mb, unit_seconds))
     total = sum(docs.values())
     targets = total * max(n - 1, 0)
