@@ -2,13 +2,13 @@
 
 On a build (``--build OUT``, or one made here from the sample generator's 8 languages,
 ``--docs`` articles each, kept in ``--work`` for the next run), each round exports the
-build as ``hf``, ``beir`` and ``pyserini`` into a fresh folder (the units run in one
-local process, ``--workers 1``, so both sides use one core), then copies the files that
-export wrote into another fresh folder: the same bytes written, read back from the page
+build as ``hf``, ``beir`` and ``pyserini`` into a fresh folder (its units on ``--workers``
+local processes), then copies the files that export wrote into another fresh folder (one
+process): the same bytes written, read back from the page
 cache, with no parsing, no JSON or Parquet encoding and no compression. Formats and the
 two sides alternate; medians and ranges over ``--rounds``.
 
-Usage: python bench/export_bench.py [--docs 20000] [--rounds 3] [--work bench/out/export] [--build OUT]
+Usage: python bench/export_bench.py [--docs 20000] [--rounds 3] [--workers 2] [--work bench/out/export] [--build OUT]
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--work", default="bench/out/export")
     parser.add_argument("--build", default=None, help="an existing build to export instead of one made here")
+    parser.add_argument("--workers", type=int, default=2, help="local worker processes of the export")
     args = parser.parse_args(argv)
     work = Path(args.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -74,13 +75,13 @@ def main(argv: list[str] | None = None) -> None:
             shutil.rmtree(target, ignore_errors=True)
             shutil.rmtree(floor, ignore_errors=True)
             started = time.perf_counter()
-            run_export(plans[fmt], str(target), workers=1)
+            run_export(plans[fmt], str(target), workers=args.workers)
             seconds[fmt]["export"].append(time.perf_counter() - started)
             started = time.perf_counter()
             sizes[fmt] = copy_tree(target, floor)
             seconds[fmt]["floor"].append(time.perf_counter() - started)
             print(f"round {round_number + 1} {fmt}: export {seconds[fmt]['export'][-1]:.1f} s, floor {seconds[fmt]['floor'][-1]:.2f} s", flush=True)
-    print(f"\nbuild {build}: {len(plans['hf'].tasks):,} units a format, {args.rounds} rounds, seconds median (range)\n")
+    print(f"\nbuild {build}: {len(plans['hf'].tasks):,} units a format on {args.workers} workers, {args.rounds} rounds, seconds median (range)\n")
     print("| format | files | MB written | export (s) | floor: the same bytes copied (s) | export / floor |\n|---|---:|---:|---:|---:|---:|")
     for fmt in EXPORT_FORMATS:
         ours, floor = seconds[fmt]["export"], seconds[fmt]["floor"]

@@ -27,8 +27,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -199,15 +201,26 @@ def _write_docs(fmt: str, source: Path, target: Path) -> int:
     return rows
 
 
+def _flat_pairs(batch: list) -> tuple[pa.Array, pa.Array]:
+    """A batch's judged documents as Arrow columns, doc ids and labels (no Python dict a pair)."""
+    flat = list(chain.from_iterable(record.tgt_results for record in batch))
+    return pa.array([pair[0] for pair in flat], pa.string()), pa.array([pair[1] for pair in flat], pa.int8())
+
+
 def _write_hf_queries(source: Path, targets: list[Path]) -> tuple[int, int, int]:
     qrels = 0
+    pair_type = HF_QUERIES.field("tgt_results").type
 
     def columns() -> Iterator[dict]:
         nonlocal qrels
         for batch in _batches(iter_queries(source)):
-            results = [[{"doc_id": doc_id, "label": label} for doc_id, label in record.tgt_results] for record in batch]
-            qrels += sum(len(result) for result in results)
-            yield {"src_id": [r.src_id for r in batch], "src_query": [r.src_query for r in batch], "tgt_results": results}
+            doc_ids, labels = _flat_pairs(batch)
+            offsets = np.zeros(len(batch) + 1, dtype=np.int32)
+            np.cumsum([len(record.tgt_results) for record in batch], out=offsets[1:])
+            pairs = pa.StructArray.from_arrays([doc_ids, labels], fields=list(pair_type.value_type))
+            qrels += len(doc_ids)
+            yield {"src_id": [r.src_id for r in batch], "src_query": [r.src_query for r in batch],
+                   "tgt_results": pa.ListArray.from_arrays(pa.array(offsets), pairs, type=pair_type)}
 
     return _parquet(targets[0], HF_QUERIES, columns()), qrels, 0
 
