@@ -310,6 +310,10 @@ def test_the_commands_list_dry_run_fetch_and_say_what_failed(site, tmp_path, cap
     assert main(["dumps", "list", "--mirror", site.url, "--langs", langs, "--json", str(listing_file)]) == 0
     err = capsys.readouterr().err
     assert f"frwiki {NEWER}" in err and "fetch takes 4 files" in err
+    # plan reads the same listing: what the build of the chosen dumps would cost, documents estimated from the site's sizes.
+    assert main(["plan", "--listing", str(listing_file), "--min-docs", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "(est.)" in err and re.search(r"BI-139 directions 6\b", err)  # the 3 chosen languages' 3 x 2 directions
     assert main(["dumps", "fetch", "--listing", str(listing_file), "--to", str(tmp_path / "d"), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert len(out.strip().splitlines()) == 4 and not (tmp_path / "d").exists()
