@@ -46,6 +46,7 @@ from clirmatrix.schemas.contracts import ExportReport, ExportTask
 FORMATS = layout.EXPORT_FORMATS
 IN_PROGRESS = "EXPORT_IN_PROGRESS"
 REPORTS = ".export"  # the units' reports (under its ``_reports/``): hidden, so no reader of the export sees them
+SPLIT_ORDER = {split: number for number, split in enumerate(layout.SPLITS)}  # a direction's splits as the release lists them
 BATCH_ROWS = 10_000  # records held at once by a unit: a few MB whatever the file's size
 BEIR_QRELS_HEADER = "query-id\tcorpus-id\tscore\n"
 HF_QUERIES = pa.schema([("src_id", pa.string()), ("src_query", pa.string()),
@@ -277,8 +278,7 @@ def finish_export(plan: ExportPlan, to: str | os.PathLike) -> list[str]:
         for task in queries:
             folders.setdefault(str(Path(task.outputs[0]).parent.parent), []).append(task.outputs[1])
         for folder, parts in sorted(folders.items()):
-            order = {split: number for number, split in enumerate(layout.SPLITS)}
-            parts.sort(key=lambda part: order[part.rsplit(".", 2)[1]])
+            parts.sort(key=lambda part: SPLIT_ORDER[part.rsplit(".", 2)[1]])
             with atomic_write(to / folder / "queries.jsonl") as out:
                 for part in parts:
                     out.write((to / part).read_bytes())
@@ -310,8 +310,7 @@ def hf_configs(plan: ExportPlan) -> list[dict]:
         dataset, pair, name = output.split("/")
         src, tgt = pair.split("_", 1)
         directions.setdefault(hf_config(dataset, src, tgt), {})[name.removesuffix(".parquet")] = output
-    order = {split: number for number, split in enumerate(layout.SPLITS)}
-    return [{"config_name": name, "data_files": dict(sorted(files.items(), key=lambda kv: order[kv[0]]))} for name, files in sorted(directions.items())] + docs
+    return [{"config_name": name, "data_files": dict(sorted(files.items(), key=lambda kv: SPLIT_ORDER[kv[0]]))} for name, files in sorted(directions.items())] + docs
 
 
 def _link(source: Path, target: Path) -> None:
