@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import apache_beam as beam
 
 from clirmatrix.beam_jobs import common
-from clirmatrix.pipeline.tools.export import REPORTS, ExportPlan, begin_export, export_unit, finish_export, is_done, unit_name
+from clirmatrix.pipeline.tools.export import REPORTS, DamagedReleaseError, ExportPlan, begin_export, export_unit, finish_export, is_done, unit_name
 from clirmatrix.schemas.contracts import ExportReport, Unit, read_typed_report
 
 STEP = "export"
@@ -63,6 +63,10 @@ def run_export(plan: ExportPlan, to: str, beam_args: Sequence[str] = (), workers
     reports = [read_typed_report(value) for value in common.read_named_reports(report_dir).values()]
     mine = {task.source for task in plan.tasks}
     reports = [report for report in reports if report.source in mine]
+    damaged = sorted(report.error for report in reports if report.error)
+    if damaged:  # their outputs were never written, so a rerun runs those units again
+        raise DamagedReleaseError("released files that cannot be read to their end; nothing was exported from them and "
+                                  f"{to} stays unfinished (fetch them again, then rerun):\n" + "\n".join("    " + line for line in damaged))
     written = finish_export(plan, to)
     return ExportResult(to, len(plan.tasks), len(plan.tasks) - len(todo), sum(r.rows for r in reports), sum(r.qrels for r in reports),
                         sum(r.cleaned for r in reports), written)

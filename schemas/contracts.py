@@ -449,6 +449,7 @@ class ExportReport(Report):
     rows: int
     qrels: int = 0
     cleaned: int = 0  # query titles with a tab or line break, written with spaces (TSV topics)
+    error: str = ""  # the source could not be read to its end (named, with its line): nothing was written
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -159,3 +159,18 @@ def test_every_build_writes_its_dataset_card_and_the_report_links_it(build):
     for name in ("## How it was built", "## Size", "## Statistics", "## Known limits", "## Licences", "## Citation"):
         assert name in card
     assert f"href='{layout.CARD}'" in (build / layout.REPORT).read_text()
+
+
+def test_a_damaged_released_file_fails_the_export_by_name_and_leaves_it_unfinished(build, tmp_path, capsys):
+    import shutil
+
+    copy = tmp_path / "copy"
+    for folder in ("BI-139", "DOCS"):
+        shutil.copytree(build / folder, copy / folder)
+    damaged = copy / layout.query_file("bi139-base", "en", "de", "test1")
+    damaged.write_bytes(damaged.read_bytes()[:200])  # cut short, as a broken download is
+    to = tmp_path / "beir"
+    assert main(["export", str(copy), "--format", "beir", "--to", str(to), "--src", "en", "--tgt", "de"]) == 2
+    err = capsys.readouterr().err
+    assert f"{damaged}" in err.replace("\n", "") and "damaged gzip stream" in err
+    assert (to / IN_PROGRESS).exists() and not (to / "bi139-base" / "en_de" / "qrels" / "test1.tsv").exists()

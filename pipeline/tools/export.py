@@ -40,7 +40,7 @@ from clirmatrix.pipeline.io.localio import atomic_write
 from clirmatrix.pipeline.io.reports import report_path
 from clirmatrix.pipeline.output import layout
 from clirmatrix.pipeline.output.card import CARD, render_card
-from clirmatrix.pipeline.output.jsonl import iter_docs, iter_queries, walk_release
+from clirmatrix.pipeline.output.jsonl import MalformedRecordError, iter_docs, iter_queries, walk_release
 from clirmatrix.schemas.contracts import ExportReport, ExportTask
 
 FORMATS = layout.EXPORT_FORMATS
@@ -157,11 +157,17 @@ def export_unit(root: str | os.PathLike, to: str | os.PathLike, task: ExportTask
     targets = [Path(to) / output for output in task.outputs]
     for target in targets:
         target.parent.mkdir(parents=True, exist_ok=True)
-    if task.kind == "docs":
-        rows = _write_docs(task.fmt, source, targets[0])
-        return ExportReport(source=task.source, source_stamp=stamp, rows=rows)
-    rows, qrels, cleaned = {"hf": _write_hf_queries, "beir": _write_beir_queries, "pyserini": _write_pyserini_queries}[task.fmt](source, targets)
+    try:  # a damaged record or stream: reported (the atomic writes leave nothing), and the driver refuses the export
+        if task.kind == "docs":
+            return ExportReport(source=task.source, source_stamp=stamp, rows=_write_docs(task.fmt, source, targets[0]))
+        rows, qrels, cleaned = {"hf": _write_hf_queries, "beir": _write_beir_queries, "pyserini": _write_pyserini_queries}[task.fmt](source, targets)
+    except MalformedRecordError as error:
+        return ExportReport(source=task.source, source_stamp=stamp, rows=0, error=str(error))
     return ExportReport(source=task.source, source_stamp=stamp, rows=rows, qrels=qrels, cleaned=cleaned)
+
+
+class DamagedReleaseError(InvalidInputError):
+    """Released files that could not be read to their end: the export stays marked unfinished."""
 
 
 def _batches(items: Iterator, size: int = BATCH_ROWS) -> Iterator[list]:
