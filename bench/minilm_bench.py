@@ -1,15 +1,21 @@
 """A real pretrained model fine-tuned on a build: all-MiniLM-L6-v2 as ``--init``, test1 nDCG@10 before and after, against BM25's order.
 
-For each of ``--models`` (bi-encoder, cross-encoder), on ``--data`` (a build or
-download; default: the toy release of ``bench/train_bench.py``, made if missing) and
-one direction: the model's zero-shot score (MiniLM as loaded, the cross-encoder's new
-head seeded), then ``--steps`` optimizer steps of fine-tuning at the given rates, then
-the fine-tuned score, beside the candidates ordered by BM25 (``evaluate.bm25_order``)
-and by chance. MiniLM is English-only (English WordPiece, English training data): on
-other languages its pieces are a byte-pair-like spelling, so its zero-shot scores
-there say little and fine-tuning has to learn the language from the build.
+For each of ``--models`` (``MODEL[:LOSS]``: the bi-encoder, the cross-encoder), on
+``--data`` (a build or download; default: the toy release of ``bench/train_bench.py``,
+made if missing) and one direction: the model's zero-shot score (MiniLM as loaded, the
+cross-encoder's new head seeded), then ``--steps`` optimizer steps of fine-tuning at
+the given rates, then the fine-tuned score, beside the candidates ordered by BM25
+(``evaluate.bm25_order``) and by chance, and the margin of the fine-tuned score over
+the better of zero-shot and BM25. ``--cross-init bi-encoder`` starts the
+cross-encoder from the bi-encoder this run has just fine-tuned (its encoder; the
+score head new), its zero-shot score still MiniLM's own.
 
-Usage: python bench/minilm_bench.py [--data DIR] [--src en --tgt de] [--models bi-encoder,cross-encoder] [--steps 200] [--queries N] [--device cpu]
+MiniLM is English-only (English WordPiece, English training data): on other
+languages, and on a sample build's made-up words, its pieces are a byte-pair-like
+spelling, so its zero-shot scores there say little and fine-tuning has to learn the
+words from the build (docs/training.md).
+
+Usage: python bench/minilm_bench.py [--data DIR] [--src en --tgt de] [--models bi-encoder:in-batch,cross-encoder] [--cross-init minilm|bi-encoder] [--steps 200] [--queries N] [--device cpu]
 """
 
 from __future__ import annotations
@@ -35,7 +41,13 @@ def chance(data: str, src: str, tgt: str, limit: int, split: str = "test1", shuf
     return sum(values) / len(values)
 
 
-def run(model: str, data: str, init: Path, options: argparse.Namespace) -> dict:
+def build_name(data: str) -> str:
+    """A folder name for a build's runs and results: its path's last two parts (``demo-out``, ``build-out``)."""
+    return "-".join(Path(data).resolve().parts[-2:])
+
+
+def run(spec: str, data: str, minilm: Path, start: str, options: argparse.Namespace) -> dict:
+    """Zero-shot (MiniLM), then fine-tuning from ``start`` (MiniLM or an earlier run), then test1; the figures as a dict."""
     import torch
 
     from clirmatrix.models.arguments import TrainArguments
@@ -44,20 +56,24 @@ def run(model: str, data: str, init: Path, options: argparse.Namespace) -> dict:
     from clirmatrix.models.recipes import recipe_class
     from clirmatrix.models.train import run_training
 
-    out = OUT / "minilm" / model
+    model, _, loss = spec.partition(":")
+    out = OUT / "minilm" / build_name(data) / model
     lr, head_lr = (options.lr, options.head_lr) if model == "cross-encoder" else (options.lr, options.lr)
-    args = TrainArguments(model=model, data=data, init=str(init), out=str(out), overwrite=True, src=options.src, tgt=options.tgt, epochs=1,
-                          steps_per_epoch=options.steps, batch_size=options.batch_size, max_len=options.max_len, dev_queries=options.dev_queries, lr=lr, head_lr=head_lr,
-                          warmup_steps=0, device=options.device).resolved()  # fmt: skip
-    torch.manual_seed(args.seed)
+    settings = dict(model=model, data=data, out=str(out), overwrite=True, src=options.src, tgt=options.tgt, loss=loss or None, epochs=1, steps_per_epoch=options.steps,
+                    batch_size=options.batch_size, max_len=options.max_len, dev_queries=options.dev_queries, lr=lr, head_lr=head_lr, warmup_steps=0, device=options.device)  # fmt: skip
+    zero_args = TrainArguments(init=str(minilm), **settings).resolved()
+    torch.manual_seed(zero_args.seed)
     started = time.perf_counter()
-    zero_shot = rerank(recipe_class(model)(args, init, torch.device(options.device)), data, "bi139-base", options.src, options.tgt, "test1", options.queries).measures[NDCG10]
+    zero_shot = rerank(recipe_class(model)(zero_args, minilm, torch.device(options.device)), data, "bi139-base", options.src, options.tgt, "test1", options.queries)
     trained = time.perf_counter()
+    args = TrainArguments(init=start, **settings).resolved()
+    torch.manual_seed(args.seed)
     run_training(args, show_progress=False)
     seconds = time.perf_counter() - trained
     after = evaluate_run(out, data, "test1", limit=options.queries, device=options.device)[0].measures[NDCG10]
-    return {"model": model, "zero_shot": round(zero_shot, 4), "fine_tuned": round(after, 4), "steps": options.steps, "batch_size": options.batch_size,
-            "max_len": options.max_len, "lr": lr, "head_lr": head_lr, "training_seconds": round(seconds, 1), "zero_shot_seconds": round(trained - started, 1)}  # fmt: skip
+    return {"model": model, "loss": args.loss, "init": "minilm" if start == str(minilm) else "bi-encoder", "zero_shot": round(zero_shot.measures[NDCG10], 4),
+            "fine_tuned": round(after, 4), "steps": options.steps, "batch_size": args.batch_size, "max_len": args.max_len, "lr": lr, "head_lr": head_lr,
+            "training_seconds": round(seconds, 1), "zero_shot_seconds": round(trained - started, 1), "run": str(out)}  # fmt: skip
 
 
 def main() -> None:
@@ -65,7 +81,8 @@ def main() -> None:
     parser.add_argument("--data", default="", help="a build or download (default: bench/train_bench.py's toy release)")
     parser.add_argument("--src", default="en")
     parser.add_argument("--tgt", default="de")
-    parser.add_argument("--models", default="bi-encoder,cross-encoder")
+    parser.add_argument("--models", default="bi-encoder:in-batch,cross-encoder", help="MODEL[:LOSS], comma-separated, trained in this order")
+    parser.add_argument("--cross-init", choices=("minilm", "bi-encoder"), default="minilm", help="what the cross-encoder starts from: MiniLM, or the bi-encoder fine-tuned just before it")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-len", type=int, default=64)
@@ -84,17 +101,24 @@ def main() -> None:
         from train_bench import prepare
 
         data = str(prepare("tiny")[0])
-    init = pretrained_minilm()
+    minilm = pretrained_minilm()
     baselines = {"bm25_order": round(bm25_order(data, "bi139-base", options.src, options.tgt, "test1", options.queries).measures[NDCG10], 4),
-                 "chance": round(chance(data, options.src, options.tgt, options.queries), 4), "queries": options.queries or "all"}  # fmt: skip
+                 "chance": round(chance(data, options.src, options.tgt, options.queries), 4), "queries": options.queries or "all", "data": data}  # fmt: skip
     print(f"{data} {options.src}->{options.tgt} test1: BM25 order {baselines['bm25_order']}, chance {baselines['chance']}", flush=True)
-    results = []
-    for model in options.models.split(","):
-        result = {**run(model, data, init, options), **baselines}
+    results: list[dict] = []
+    for spec in options.models.split(","):
+        bi_runs = [r["run"] for r in results if r["model"] == "bi-encoder"]
+        start = bi_runs[-1] if spec.startswith("cross-encoder") and options.cross_init == "bi-encoder" and bi_runs else str(minilm)
+        if spec.startswith("cross-encoder") and options.cross_init == "bi-encoder" and not bi_runs:
+            parser.error("--cross-init bi-encoder needs a bi-encoder before the cross-encoder in --models")
+        result = {**run(spec, data, minilm, start, options), **baselines}
+        result["margin"] = round(result["fine_tuned"] - max(result["zero_shot"], result["bm25_order"]), 4)
         results.append(result)
         print(json.dumps(result), flush=True)
+        print(f"{spec} from {result['init']}: zero-shot {result['zero_shot']}, BM25 order {result['bm25_order']}, fine-tuned {result['fine_tuned']} "
+              f"({options.steps} steps, {result['training_seconds']} s): margin {result['margin']:+.4f}", flush=True)  # fmt: skip
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "minilm_bench.json").write_text(json.dumps(results, indent=2) + "\n")
+    (OUT / f"minilm_bench-{build_name(data)}.json").write_text(json.dumps(results, indent=2) + "\n")
 
 
 if __name__ == "__main__":
