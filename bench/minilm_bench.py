@@ -92,6 +92,11 @@ def main() -> None:
     parser.add_argument("--dev-queries", type=int, default=20, help="dev queries scored after training (the run's best-model choice)")
     parser.add_argument("--queries", type=int, default=0, help="score the first N test1 queries (0: all; a sample build's 606 x 100 candidates take a CPU long)")
     options = parser.parse_args()
+    specs = options.models.split(",")
+    models = [spec.partition(":")[0] for spec in specs]
+    from_bi = options.cross_init == "bi-encoder"
+    if from_bi and "cross-encoder" in models and "bi-encoder" not in models[: models.index("cross-encoder")]:
+        parser.error("--cross-init bi-encoder needs a bi-encoder before the cross-encoder in --models")
     from clirmatrix.models.evaluate import bm25_order
     from clirmatrix.models.metrics import NDCG10
     from clirmatrix.models.toy import pretrained_minilm
@@ -106,11 +111,9 @@ def main() -> None:
                  "chance": round(chance(data, options.src, options.tgt, options.queries), 4), "queries": options.queries or "all", "data": data}  # fmt: skip
     print(f"{data} {options.src}->{options.tgt} test1: BM25 order {baselines['bm25_order']}, chance {baselines['chance']}", flush=True)
     results: list[dict] = []
-    for spec in options.models.split(","):
+    for spec, model in zip(specs, models):
         bi_runs = [r["run"] for r in results if r["model"] == "bi-encoder"]
-        start = bi_runs[-1] if spec.startswith("cross-encoder") and options.cross_init == "bi-encoder" and bi_runs else str(minilm)
-        if spec.startswith("cross-encoder") and options.cross_init == "bi-encoder" and not bi_runs:
-            parser.error("--cross-init bi-encoder needs a bi-encoder before the cross-encoder in --models")
+        start = bi_runs[-1] if model == "cross-encoder" and from_bi else str(minilm)
         result = {**run(spec, data, minilm, start, options), **baselines}
         result["margin"] = round(result["fine_tuned"] - max(result["zero_shot"], result["bm25_order"]), 4)
         results.append(result)
