@@ -141,13 +141,13 @@ def _stamp(path: Path) -> list[int]:
 
 
 def is_done(root: str | os.PathLike, to: str | os.PathLike, task: ExportTask) -> bool:
-    """Whether a unit finished on an earlier run from the same source, and its outputs are all there."""
+    """Whether a unit finished on an earlier run from the same source without an error, and its outputs are all there."""
     report = Path(report_path(str(Path(to) / REPORTS), unit_name(task)))
     try:
         done = orjson.loads(report.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return False
-    return done.get("source_stamp") == _stamp(Path(root) / task.source) and all((Path(to) / output).is_file() for output in task.outputs)
+    return not done.get("error") and done.get("source_stamp") == _stamp(Path(root) / task.source) and all((Path(to) / output).is_file() for output in task.outputs)
 
 
 def export_unit(root: str | os.PathLike, to: str | os.PathLike, task: ExportTask) -> ExportReport:
