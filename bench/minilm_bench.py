@@ -1,6 +1,6 @@
 """A real pretrained model fine-tuned on a build: all-MiniLM-L6-v2 as ``--init``, test1 nDCG@10 before and after, against BM25's order.
 
-For each of ``--models`` (``MODEL[:LOSS]``: the bi-encoder, the cross-encoder), on
+For each of ``--models`` (``MODEL[:LOSS[:PAIRS]]``: the bi-encoder, the cross-encoder), on
 ``--data`` (a build or download; default: the toy release of ``bench/train_bench.py``,
 made if missing) and one direction: the model's zero-shot score (MiniLM as loaded, the
 cross-encoder's new head seeded), then ``--steps`` optimizer steps of fine-tuning at
@@ -12,10 +12,12 @@ score head new), its zero-shot score still MiniLM's own.
 
 MiniLM is English-only (English WordPiece, English training data): on other
 languages, and on a sample build's made-up words, its pieces are a byte-pair-like
-spelling, so its zero-shot scores there say little and fine-tuning has to learn the
-words from the build (docs/training.md).
+spelling, so its zero-shot scores there come from the letters a query shares with
+its candidates (the sample's names and cognates) and fine-tuning has to learn the
+rest from the build (docs/training.md). ``cross-encoder:hinge:top`` draws the
+cross-encoder's pairs with ``--pairs top``, the only ones it has learnt from here.
 
-Usage: python bench/minilm_bench.py [--data DIR] [--src en --tgt de] [--models bi-encoder:in-batch,cross-encoder] [--cross-init minilm|bi-encoder] [--steps 200] [--queries N] [--device cpu]
+Usage: python bench/minilm_bench.py [--data DIR] [--src en --tgt de] [--models bi-encoder:in-batch,cross-encoder:hinge:top] [--cross-init minilm|bi-encoder] [--steps 200] [--queries N] [--device cpu]
 """
 
 from __future__ import annotations
@@ -56,11 +58,14 @@ def run(spec: str, data: str, minilm: Path, start: str, options: argparse.Namesp
     from clirmatrix.models.recipes import recipe_class
     from clirmatrix.models.train import run_training
 
-    model, _, loss = spec.partition(":")
+    model, _, rest = spec.partition(":")
+    loss, _, pairs = rest.partition(":")
     out = OUT / "minilm" / build_name(data) / model
     lr, head_lr = (options.lr, options.head_lr) if model == "cross-encoder" else (options.lr, options.lr)
     settings = dict(model=model, data=data, out=str(out), overwrite=True, src=options.src, tgt=options.tgt, loss=loss or None, epochs=1, steps_per_epoch=options.steps,
                     batch_size=options.batch_size, max_len=options.max_len, dev_queries=options.dev_queries, lr=lr, head_lr=head_lr, warmup_steps=0, device=options.device)  # fmt: skip
+    if pairs:
+        settings["pairs"] = pairs
     zero_args = TrainArguments(init=str(minilm), **settings).resolved()
     torch.manual_seed(zero_args.seed)
     started = time.perf_counter()
@@ -71,7 +76,8 @@ def run(spec: str, data: str, minilm: Path, start: str, options: argparse.Namesp
     run_training(args, show_progress=False)
     seconds = time.perf_counter() - trained
     after = evaluate_run(out, data, "test1", limit=options.queries, device=options.device)[0].measures[NDCG10]
-    return {"model": model, "loss": args.loss, "init": "minilm" if start == str(minilm) else "bi-encoder", "zero_shot": round(zero_shot.measures[NDCG10], 4),
+    return {"model": model, "loss": args.loss, "pairs": args.pairs if model == "cross-encoder" else None, "init": "minilm" if start == str(minilm) else "bi-encoder",
+            "zero_shot": round(zero_shot.measures[NDCG10], 4),
             "fine_tuned": round(after, 4), "steps": options.steps, "batch_size": args.batch_size, "max_len": args.max_len, "lr": lr, "head_lr": head_lr,
             "training_seconds": round(seconds, 1), "zero_shot_seconds": round(trained - started, 1), "run": str(out)}  # fmt: skip
 
@@ -81,7 +87,7 @@ def main() -> None:
     parser.add_argument("--data", default="", help="a build or download (default: bench/train_bench.py's toy release)")
     parser.add_argument("--src", default="en")
     parser.add_argument("--tgt", default="de")
-    parser.add_argument("--models", default="bi-encoder:in-batch,cross-encoder", help="MODEL[:LOSS], comma-separated, trained in this order")
+    parser.add_argument("--models", default="bi-encoder:in-batch,cross-encoder:hinge:top", help="MODEL[:LOSS[:PAIRS]], comma-separated, trained in this order")
     parser.add_argument("--cross-init", choices=("minilm", "bi-encoder"), default="minilm", help="what the cross-encoder starts from: MiniLM, or the bi-encoder fine-tuned just before it")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--batch-size", type=int, default=16)

@@ -74,6 +74,7 @@ class TrainArguments:
     src: str = _help("query language(s): a code, a comma list, or 'all' (the MULTI-8 languages)", "en")
     tgt: str = _help("document language(s): a code, a comma list, or 'all'; 'all'/'all' on multi8 = the 56 directions (MM)", "de")
     loss: str | None = _help("cross-encoder: hinge|softmax_pair; bi-encoder: cosine|in-batch", None)
+    pairs: str = _help("cross-encoder pairs: lower (a candidate against one labelled lower, [D] §7.3.1) or top (the best candidate against one of the lowest, DPR's pair; docs/models.md 8.3)", "lower")
     epochs: int | None = _help("epochs; an epoch is --steps-per-epoch optimizer steps, then a dev evaluation", None)
     steps_per_epoch: int | None = _help("optimizer steps per epoch", None)
     batch_size: int | None = _help("examples per optimizer step (pairs, triples, parallel pairs or windows)", None)
@@ -141,6 +142,10 @@ class TrainArguments:
         if values["grad_accum"] is None:
             micro = MICRO_BATCH.get(self.model, values["batch_size"])
             values["grad_accum"] = values["batch_size"] // micro if values["batch_size"] % micro == 0 else 1
+        from clirmatrix.models.sampling import PAIR_PICKERS
+
+        if values["pairs"] not in PAIR_PICKERS:
+            raise InvalidInputError(f"unknown --pairs {values['pairs']!r}; expected one of {', '.join(PAIR_PICKERS)}")
         if values["workers"] < -1 or values["prefetch"] < 1:
             raise InvalidInputError(f"--workers must be -1 (auto) or more and --prefetch 1 or more, got {values['workers']} and {values['prefetch']}")
         return TrainArguments(**values)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -46,19 +46,24 @@ class RankingPair(NamedTuple):
     neg_id: str
 
 
+PairPicker = Callable[[QueryRecord, random.Random], tuple[str, str] | None]
+
+
 class RankingPairSampler:
     """Ranking pairs with queries drawn uniformly over the union of ``stores`` (docs/models.md 8.3).
 
     One store is a bilingual model's direction; the 56 MULTI-8 directions together are the
     multilingual model's data. Each draw picks a query uniformly among all queries of all
-    stores (so a direction weighs by its size), then ``sample_ranking_pair``; queries that
-    admit no pair are redrawn. Iterating never ends: take what a budget needs, e.g.
+    stores (so a direction weighs by its size), then a pair of its candidates with ``pick``
+    (``sample_ranking_pair``, or another of ``PAIR_PICKERS``); queries that admit no pair are
+    redrawn. Iterating never ends: take what a budget needs, e.g.
     ``itertools.islice(sampler, 1024)``.
     """
 
-    def __init__(self, stores: Sequence[QueryStore], rng: random.Random) -> None:
+    def __init__(self, stores: Sequence[QueryStore], rng: random.Random, pick: PairPicker = sample_ranking_pair) -> None:
         self.stores = list(stores)
         self.rng = rng
+        self.pick = pick
         self._ends = list(accumulate(len(store) for store in self.stores))
         self.total = self._ends[-1] if self._ends else 0
         if self.total == 0:
@@ -74,7 +79,7 @@ class RankingPairSampler:
             store_index = bisect.bisect_right(self._ends, position)
             offset = position - (self._ends[store_index - 1] if store_index else 0)
             record = self.stores[store_index][offset]
-            pair = sample_ranking_pair(record, self.rng)
+            pair = self.pick(record, self.rng)
             if pair is None:
                 self._impossible.add(position)
                 continue
@@ -123,3 +128,8 @@ def dpr_example(record: QueryRecord, rng: random.Random) -> tuple[str, str] | No
     if results[worst][1] >= positive_label:
         return None
     return positive, results[worst][0]
+
+
+# The cross-encoder's pairs (``--pairs``): a candidate against one labelled lower ([D] §7.3.1,
+# the default), or the query's best candidate against one of its lowest (DPR's pair, docs/models.md 8.3).
+PAIR_PICKERS: dict[str, PairPicker] = {"lower": sample_ranking_pair, "top": dpr_example}

@@ -9,10 +9,12 @@ import random
 import shutil
 import threading
 from collections import Counter
+from itertools import islice
 from pathlib import Path
 
 import pytest
 
+from clirmatrix.models.arguments import TrainArguments
 from clirmatrix.models.data import (
     DocStore,
     ParallelPair,
@@ -26,7 +28,8 @@ from clirmatrix.models.data import (
     split_sentences,
     write_parallel_tsv,
 )
-from clirmatrix.models.sampling import RankingPairSampler, dpr_example, pointwise_triples, sample_ranking_pair
+from clirmatrix.models.sampling import PAIR_PICKERS, RankingPairSampler, dpr_example, pointwise_triples, sample_ranking_pair
+from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.output import layout
 from clirmatrix.pipeline.output.writers import query_line
@@ -362,6 +365,20 @@ def test_sampler_draws_uniformly_over_the_union_and_skips_impossible(release):
 
     assert run(3) == run(3)
     assert run(3) != run(4)
+
+
+def test_top_pairs_set_each_querys_best_candidate_against_one_of_its_lowest(release):
+    stores = [QueryStore(release, "bi139-base", "en", "de", "train")]
+    draws = list(islice(RankingPairSampler(stores, random.Random(5), PAIR_PICKERS["top"]), 600))
+    assert len({d.record.src_id for d in draws}) == 5  # the same queries as the default pairs: all with a pair
+    for draw in draws:
+        results = draw.record.tgt_results
+        best = max(label for _, label in results)
+        lowest = min(label for _, label in results)
+        assert draw.pos_id == next(doc for doc, label in results if label == best)  # the best; the first of ties
+        assert dict(results)[draw.neg_id] == lowest < best
+    with pytest.raises(InvalidInputError, match="unknown --pairs 'best'; expected one of lower, top"):
+        TrainArguments(model="cross-encoder", pairs="best").resolved()
 
 
 def test_sampler_refuses_when_nothing_can_be_drawn(release):

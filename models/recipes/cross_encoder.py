@@ -2,7 +2,8 @@
 
 Each step draws queries uniformly over the run's directions (one direction: a
 bilingual model; the 56 MULTI-8 directions: the multilingual model), a better and
-a worse candidate per query, and applies the pairwise hinge (or CEDR's pairwise
+a worse candidate per query (``--pairs``: any two labelled apart, or the best
+against one of the lowest), and applies the pairwise hinge (or CEDR's pairwise
 softmax, ``--loss softmax_pair``) to their scores.
 """
 
@@ -18,7 +19,7 @@ from clirmatrix.models.losses import pairwise_hinge, pairwise_softmax
 from clirmatrix.models.modeling.cross_encoder import CrossEncoder
 from clirmatrix.models.modeling.encoder import base_model
 from clirmatrix.models.recipes.base import Batch, LossTerms, Ranker, Recipe, by_length
-from clirmatrix.models.sampling import RankingPairSampler
+from clirmatrix.models.sampling import PAIR_PICKERS, RankingPairSampler
 
 PAIR_LOSSES = {"hinge": pairwise_hinge, "softmax_pair": pairwise_softmax}
 
@@ -37,7 +38,7 @@ class CrossEncoderRecipe(Recipe):
         return [{"params": encoder, "lr": self.args.lr}, {"params": head, "lr": self.args.head_lr}]
 
     def draw(self, rng: random.Random, size: int, step: int, shared: random.Random) -> Batch:
-        sampler = RankingPairSampler(self.train_queries(), rng)
+        sampler = RankingPairSampler(self.train_queries(), rng, PAIR_PICKERS[self.args.pairs])
         queries, positives, negatives = [], [], []
         while len(queries) < size:
             pick = sampler.draw()

@@ -2,8 +2,11 @@
 
 One set of entities (Wikidata items) with articles in several languages and
 scripts; each article is written from its entity's topic and name words in that
-language's own pseudo-vocabulary, so the same entity reads alike across
-languages and BM25 finds related articles. Written as:
+language's pseudo-vocabulary, so the same entity reads alike across languages and
+BM25 finds related articles. As in real wikis, the Latin-script languages spell
+some of a topic's words alike (names) and many nearly alike (cognates), so a title
+shares words and word pieces with its articles in the other Latin-script languages;
+the other scripts share none. Written as:
 
 - ``en``, ``de``, ``es``, ``ru``, ``zh``, ``ja``: classic CirrusSearch ``.json.gz`` (action
   ``_type`` "page", "_doc" or none);
@@ -74,11 +77,46 @@ WORDS_PER_TOPIC = 40
 N_COMMON = 120
 
 
+# How related the Latin-script languages' words are, as in real wikis: some of a topic's
+# concepts are names, spelt alike in every Latin-script language; some are cognates, one
+# root that each language spells with its own shift of one syllable (so no two share the
+# word, and BM25 never matches them, but they share most of their letters); the rest,
+# and all common words, are each language's own. Other scripts spell every concept their own way.
+NAME_SHARE = 0.15
+COGNATE_SHARE = 0.45
+# Each language's shift of a cognate's syllable: its consonant (where the map has it), then its vowel (always).
+_SHIFTS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    "en": ({}, {}),  # the root itself
+    "de": ({"c": "k", "v": "w", "ch": "sch", "z": "tz"}, {"a": "e", "e": "ei", "i": "ie", "o": "u", "u": "o", "ei": "ai", "au": "o", "ie": "i"}),
+    "es": ({"k": "c", "v": "b", "ch": "c", "z": "s"}, {"a": "o", "e": "ie", "i": "e", "o": "ue", "u": "o", "ei": "e", "au": "o", "ie": "i"}),
+    "fr": ({"k": "qu", "v": "f", "z": "s"}, {"a": "ai", "e": "eu", "i": "y", "o": "ou", "u": "eu", "ei": "ai", "au": "eau", "ie": "ieu"}),
+}
+
+
+def _shift(lang: str) -> tuple[dict[str, str], dict[str, str]]:
+    """A Latin-script language's cognate shift; one not listed rotates the vowels by an offset of its own."""
+    if lang in _SHIFTS:
+        return _SHIFTS[lang]
+    offset = 1 + sum(map(ord, lang)) % (len(_LATIN_V) - 1)
+    return {}, {v: _LATIN_V[(i + offset) % len(_LATIN_V)] for i, v in enumerate(_LATIN_V)}
+
+
 @functools.cache
 def _word(lang: str, concept: int) -> str:
     """The word of a concept in a language: fixed per (language, concept)."""
-    rng = random.Random(f"{lang}:{concept}")
     script = SCRIPTS.get(lang, "latin")
+    if script == "latin" and concept >= N_COMMON:
+        kind = random.Random(f"kind:{concept}").random()
+        if kind < NAME_SHARE + COGNATE_SHARE:
+            root = random.Random(f"root:{concept}")
+            syllables = [(root.choice(_LATIN_C), root.choice(_LATIN_V)) for _ in range(root.choice((2, 2, 3)))]
+            if kind >= NAME_SHARE:
+                at = root.randrange(len(syllables))
+                consonants, vowels = _shift(lang)
+                consonant, vowel = syllables[at]
+                syllables[at] = (consonants.get(consonant, consonant), vowels.get(vowel, vowel))
+            return "".join(c + v for c, v in syllables)
+    rng = random.Random(f"{lang}:{concept}")
     if script == "han":
         return "".join(chr(0x4E00 + rng.randrange(0x5000)) for _ in range(rng.choice((1, 2, 2))))
     if script == "kana":
