@@ -79,8 +79,8 @@ N_COMMON = 120
 
 # How related the Latin-script languages' words are, as in real wikis: some of a topic's
 # concepts are names, spelt alike in every Latin-script language; some are cognates, one
-# root that each language spells with its own shift of one syllable (so no two share the
-# word, and BM25 never matches them, but they share most of their letters); the rest,
+# root that each language spells with its own shift of one syllable (so English never
+# shares the word, and two others seldom do, but they share most of their letters); the rest,
 # and all common words, are each language's own. Other scripts spell every concept their own way.
 NAME_SHARE = 0.15
 COGNATE_SHARE = 0.45
