@@ -359,8 +359,6 @@ def test_sampler_draws_uniformly_over_the_union_and_skips_impossible(release):
         assert labels[pos] > labels[neg] and labels[pos] > 0
 
     def run(seed):
-        from itertools import islice
-
         return [(d.store_index, d.record.src_id, d.pos_id, d.neg_id) for d in islice(RankingPairSampler(stores, random.Random(seed)), 50)]
 
     assert run(3) == run(3)

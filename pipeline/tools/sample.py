@@ -93,6 +93,11 @@ _SHIFTS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
 }
 
 
+def _syllables(rng: random.Random, consonants: list[str], vowels: list[str]) -> list[tuple[str, str]]:
+    """A made-up word's 2 or 3 (consonant, vowel) syllables."""
+    return [(rng.choice(consonants), rng.choice(vowels)) for _ in range(rng.choice((2, 2, 3)))]
+
+
 def _shift(lang: str) -> tuple[dict[str, str], dict[str, str]]:
     """A Latin-script language's cognate shift; one not listed rotates the vowels by an offset of its own."""
     if lang in _SHIFTS:
@@ -109,7 +114,7 @@ def _word(lang: str, concept: int) -> str:
         kind = random.Random(f"kind:{concept}").random()
         if kind < NAME_SHARE + COGNATE_SHARE:
             root = random.Random(f"root:{concept}")
-            syllables = [(root.choice(_LATIN_C), root.choice(_LATIN_V)) for _ in range(root.choice((2, 2, 3)))]
+            syllables = _syllables(root, _LATIN_C, _LATIN_V)
             if kind >= NAME_SHARE:
                 at = root.randrange(len(syllables))
                 consonants, vowels = _shift(lang)
@@ -123,7 +128,7 @@ def _word(lang: str, concept: int) -> str:
         return "".join(rng.choice(_KANA) for _ in range(rng.choice((2, 3))))
     consonants, vowels = {"latin": (_LATIN_C, _LATIN_V), "cyrillic": (_CYR_C, _CYR_V), "arabic": (_AR_C, _AR_V)}[script]
     salt = {"de": "sch", "fr": "eau"}.get(lang, "")
-    syllables = [rng.choice(consonants) + rng.choice(vowels) for _ in range(rng.choice((2, 2, 3)))]
+    syllables = [c + v for c, v in _syllables(rng, consonants, vowels)]
     if salt and rng.random() < 0.2:
         syllables.append(salt)
     return "".join(syllables)
