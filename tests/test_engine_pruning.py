@@ -34,6 +34,8 @@ def kernel(request, monkeypatch) -> str:
     if request.param == "merged" and request.node.originalname in INDEX_ONLY:
         pytest.skip("searches nothing")
     monkeypatch.setattr(embedded.merged, "MERGE_DENSITY", -1.0 if request.param == "pruned" else float("inf"))
+    if request.param == "pruned":
+        monkeypatch.setattr(embedded.merged, "MERGE_BALANCED_POSTINGS", -1)
     return request.param
 
 
@@ -212,17 +214,40 @@ def test_title_signatures_rule_out_only_absent_terms_even_where_terms_share_a_bi
         assert_same_as_oracle(engine, queries)
 
 
+def zipf_engine(seed: int) -> tuple[random.Random, list[str], EmbeddedEngine]:
+    """An engine over 3,000 Zipfian documents of 400 words, with the generator that made them and the words."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(400)]
+    return rng, words, build(zipf_docs(rng, words, 3_000))
+
+
 def test_the_engine_mixes_the_kernels_by_postings_and_still_equals_the_oracle(kernel, monkeypatch):
     if kernel != "pruned":
         pytest.skip("the density is set here: one run")
-    rng = random.Random(21)
-    words = [f"w{i}" for i in range(400)]
-    engine = build(zipf_docs(rng, words, 3_000))
+    rng, words, engine = zipf_engine(21)
     queries = [" ".join(rng.choices(words[:5] if i % 3 == 0 else words[50:], k=rng.randint(1, 4))) for i in range(300)]  # common words or rare
     monkeypatch.setattr(embedded.merged, "MERGE_DENSITY", 0.05)
+    monkeypatch.setattr(embedded.merged, "MERGE_BALANCED_POSTINGS", -1)
     q_ptr, q_terms, _ = engine.query_arrays(queries)
     merged = embedded.choose_merged(q_ptr, q_terms, engine._kernel_index(), engine.size)
     assert 0.2 < merged.mean() < 0.9  # both kernels run
+    assert_same_as_oracle(engine, queries)
+
+
+def test_queries_of_balanced_lists_are_merged_up_to_a_count_of_postings_whatever_the_density(kernel, monkeypatch):
+    if kernel != "pruned":
+        pytest.skip("the limits are set here: one run")
+    rng, words, engine = zipf_engine(22)
+    queries = [" ".join(rng.sample(words[: 5 if i % 2 else 60], k=rng.randint(1, 3))) for i in range(300)]
+    monkeypatch.setattr(embedded.merged, "MERGE_DENSITY", -1.0)  # only the balanced rule merges
+    monkeypatch.setattr(embedded.merged, "MERGE_BALANCED_POSTINGS", 4_000)
+    monkeypatch.setattr(embedded.merged, "MERGE_BALANCED_SHARE", 0.7)
+    q_ptr, q_terms, _ = engine.query_arrays(queries)
+    index = engine._kernel_index()
+    lists = [[int(index.indptr[f, t + 1] - index.indptr[f, t]) for t in q_terms[q_ptr[q] : q_ptr[q + 1]] for f in (0, 1)] for q in range(len(queries))]
+    expected = [sum(sizes) <= 4_000 and max(sizes) <= 0.7 * sum(sizes) for sizes in lists]
+    assert embedded.choose_merged(q_ptr, q_terms, index, engine.size).tolist() == expected
+    assert 0.1 < np.mean(expected) < 0.9  # one-word and lopsided queries stay pruned, balanced ones merge
     assert_same_as_oracle(engine, queries)
 
 

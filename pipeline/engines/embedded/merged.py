@@ -1,8 +1,10 @@
 """Short lists: a query whose postings are few, every posting decoded and summed (``_search_merged``), with no pruning.
 
-A query with at most ``MERGE_DENSITY`` postings per document of the index (both
-fields, all its terms) is searched here rather than by the pruned kernel
-(``maxscore``): on titles whose lists are all short, pruning saves less than it costs.
+A query is searched here rather than by the pruned kernel (``maxscore``) when its
+postings (both fields, all its terms) are few for the index (at most ``MERGE_DENSITY``
+a document), or few and spread over several lists (at most ``MERGE_BALANCED_POSTINGS``,
+none of its lists holding more than ``MERGE_BALANCED_SHARE`` of them): pruning then
+saves less than it costs.
 Its hits are ranked by int64 rank keys (``_rank_key``), which order them as the heap
 does (``heap._worse``).
 """
@@ -21,13 +23,20 @@ from clirmatrix.pipeline.engines.embedded.scoring import _clause_buffers, _claus
 # documents (docs/benchmarks.md, 2026-11-26, fifth session): merged 1.3-1.7x faster up to
 # ~7,000 postings (0.0175 a document), slower past ~10,000.
 MERGE_DENSITY = 0.0175
+# Or with at most this many postings, none of its lists holding more than this share of them:
+# pruning skips a list only where it is long beside the others, and on balanced lists the
+# merged kernel stays ahead up to ~12,000 postings whatever the index's size (on generator
+# titles, 2.2x at 200k documents and 1.12x at 400k; even on Zipfian ones, where lists are
+# seldom balanced: docs/benchmarks.md, 2026-11-27, thirteenth session).
+MERGE_BALANCED_POSTINGS = 12_000
+MERGE_BALANCED_SHARE = 0.7
 MERGE_WINDOW = 16384  # documents a merged query sums at once (two float64 arrays: 256 KB, L2-sized; 2,048 and 65,536 were slower)
 KEEP_BUFFER = 1024  # rank keys the merged kernel gathers before it cuts them to the best k
 
 
 def choose_merged(q_ptr: np.ndarray, q_terms: np.ndarray, index, size: int) -> np.ndarray:
-    """Per query, whether ``search_kernels`` decodes all its postings (few: ``MERGE_DENSITY``) rather than pruning; ``index``: a ``KernelIndex``."""
-    return _choose_merged(q_ptr, q_terms, index.indptr, MERGE_DENSITY * size)
+    """Per query, whether ``search_kernels`` decodes all its postings (few, or few and balanced: see the module) rather than pruning; ``index``: a ``KernelIndex``."""
+    return _choose_merged(q_ptr, q_terms, index.indptr, MERGE_DENSITY * size, MERGE_BALANCED_POSTINGS, MERGE_BALANCED_SHARE)
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -40,12 +49,17 @@ def _query_postings(q, q_ptr, q_terms, indptr):
 
 
 @numba.njit(nogil=True, cache=True)
-def _choose_merged(q_ptr, q_terms, indptr, limit):
-    """Which queries the merged kernel takes: those with at most ``limit`` postings."""
+def _choose_merged(q_ptr, q_terms, indptr, limit, balanced_limit, balanced_share):
+    """Which queries the merged kernel takes: those with at most ``limit`` postings, or at most ``balanced_limit`` of which no list holds more than ``balanced_share``."""
     n = q_ptr.shape[0] - 1
     merged = np.empty(n, np.bool_)
     for q in range(n):
-        merged[q] = _query_postings(q, q_ptr, q_terms, indptr) <= limit
+        total = _query_postings(q, q_ptr, q_terms, indptr)
+        longest = 0
+        for j in range(q_ptr[q], q_ptr[q + 1]):
+            for f in range(2):
+                longest = max(longest, indptr[f, q_terms[j] + 1] - indptr[f, q_terms[j]])
+        merged[q] = total <= limit or (total <= balanced_limit and longest <= balanced_share * total)
     return merged
 
 
