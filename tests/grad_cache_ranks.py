@@ -56,6 +56,9 @@ def main(release: str, model: str, out: str) -> None:
     distributed.average_gradients(trainer.parameters, process)
     if process.main:
         torch.save([parameter.grad for parameter in trainer.parameters], Path(out) / "grads.pt")
+    # Both processes done before either tears the group down: a process that left first could
+    # close the connections under the other's gloo threads, which then abort at exit (SIGABRT).
+    distributed.barrier(process)
     torch.distributed.destroy_process_group()
 
 
