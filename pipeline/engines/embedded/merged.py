@@ -26,8 +26,8 @@ MERGE_DENSITY = 0.0175
 # Or with at most this many postings, none of its lists holding more than this share of them:
 # pruning skips a list only where it is long beside the others, and on balanced lists the
 # merged kernel stays ahead up to ~12,000 postings whatever the index's size (on generator
-# titles, 2.2x at 200k documents and 1.12x at 400k; even on Zipfian ones, where lists are
-# seldom balanced: docs/benchmarks.md, 2026-11-27, thirteenth session).
+# titles, 2.21x at 200k documents and 1.11x at 400k; 0.98-1.00x on Zipfian ones, whose lists
+# are seldom balanced: docs/benchmarks.md, 2026-11-27, thirteenth session).
 MERGE_BALANCED_POSTINGS = 12_000
 MERGE_BALANCED_SHARE = 0.7
 MERGE_WINDOW = 16384  # documents a merged query sums at once (two float64 arrays: 256 KB, L2-sized; 2,048 and 65,536 were slower)
