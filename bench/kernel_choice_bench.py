@@ -46,25 +46,19 @@ K = 100
 
 
 def spread_of_lists(engine: EmbeddedEngine, titles: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Per query: its postings (both fields, all its terms), and the share of them its longest list holds."""
+    """Per query: its postings (both fields, all its terms), and the share of them its longest list holds, as the engine's choice counts them."""
     q_ptr, q_terms, _ = engine.query_arrays(titles)
     indptr = engine._kernel_index().indptr
-    lengths = np.diff(indptr, axis=1)  # [field, term]
-    total = np.zeros(len(titles), np.int64)
-    longest = np.zeros(len(titles), np.int64)
-    for q in range(len(titles)):
-        sizes = lengths[:, q_terms[q_ptr[q] : q_ptr[q + 1]]]
-        total[q], longest[q] = sizes.sum(), sizes.max(initial=0)
+    total, longest = np.array([embedded.merged._query_lists(q, q_ptr, q_terms, indptr) for q in range(len(titles))], np.int64).reshape(-1, 2).T
     return total, longest / np.maximum(total, 1)
 
 
-def kernel_seconds(engine: EmbeddedEngine, titles: Sequence[str], merged: np.ndarray) -> tuple[float, tuple[np.ndarray, ...]]:
-    """CPU seconds of the kernels over ``titles`` with each query sent where ``merged`` says, and the result rows."""
-    q_ptr, q_terms, q_counts = engine.query_arrays(titles)
-    n = len(titles)
+def kernel_seconds(engine: EmbeddedEngine, queries: tuple[np.ndarray, ...], merged: np.ndarray) -> tuple[float, tuple[np.ndarray, ...]]:
+    """CPU seconds of the kernels over analysed ``queries`` (``query_arrays``) with each sent where ``merged`` says, and the result rows."""
+    n = len(queries[0]) - 1
     out = (np.empty((n, K), np.int32), np.empty((n, K), np.float32), np.zeros(n, np.int32))
     started = time.process_time()
-    search_kernels(q_ptr, q_terms, q_counts, merged, 0, n, K, engine._kernel_index(), *out)
+    search_kernels(*queries, merged, 0, n, K, engine._kernel_index(), *out)
     return time.process_time() - started, out
 
 
@@ -79,10 +73,11 @@ def grid(engine: EmbeddedEngine, titles: Sequence[str], rounds: int) -> list[str
             if len(chosen) < 20:
                 cells.append(f"{len(chosen)}")
                 continue
+            queries = engine.query_arrays(chosen)
             pruned, merged = [], []
             for _ in range(rounds):
-                pruned.append(kernel_seconds(engine, chosen, np.zeros(len(chosen), np.bool_))[0])
-                merged.append(kernel_seconds(engine, chosen, np.ones(len(chosen), np.bool_))[0])
+                pruned.append(kernel_seconds(engine, queries, np.zeros(len(chosen), np.bool_))[0])
+                merged.append(kernel_seconds(engine, queries, np.ones(len(chosen), np.bool_))[0])
             cells.append(f"{len(chosen)}: **{statistics.median(pruned) / statistics.median(merged):.2f}** ({statistics.median(merged) / len(chosen) * 1e6:.0f} us)")
         rows.append(f"| {low:,}-{high:,} | " + " | ".join(cells) + " |")
     return rows
@@ -90,19 +85,20 @@ def grid(engine: EmbeddedEngine, titles: Sequence[str], rounds: int) -> list[str
 
 def rules(engine: EmbeddedEngine, titles: Sequence[str], rounds: int) -> dict[str, float]:
     """Microseconds a query with the rule as built and with the density alone (medians), and their ratio; hits checked identical."""
-    q_ptr, q_terms, _ = engine.query_arrays(titles)
+    queries = engine.query_arrays(titles)
+    q_ptr, q_terms, _ = queries
     index = engine._kernel_index()
     built = embedded.choose_merged(q_ptr, q_terms, index, engine.size)
     density = embedded.merged._choose_merged(q_ptr, q_terms, index.indptr, embedded.merged.MERGE_DENSITY * engine.size, -1, 0.0)
-    _, (pos_a, score_a, len_a) = kernel_seconds(engine, titles, built)
-    _, (pos_b, score_b, len_b) = kernel_seconds(engine, titles, density)
+    _, (pos_a, score_a, len_a) = kernel_seconds(engine, queries, built)
+    _, (pos_b, score_b, len_b) = kernel_seconds(engine, queries, density)
     valid = np.arange(K) < len_a[:, None]
     if not (np.array_equal(len_a, len_b) and np.array_equal(pos_a[valid], pos_b[valid]) and np.array_equal(score_a[valid], score_b[valid])):
         sys.exit("the two rules gave different hits")
     seconds: dict[str, list[float]] = {"built": [], "density": []}
     for _ in range(rounds):
-        seconds["built"].append(kernel_seconds(engine, titles, built)[0])
-        seconds["density"].append(kernel_seconds(engine, titles, density)[0])
+        seconds["built"].append(kernel_seconds(engine, queries, built)[0])
+        seconds["density"].append(kernel_seconds(engine, queries, density)[0])
     n = len(titles)
     return {
         "merged_built": float(built.mean()), "merged_density": float(density.mean()),

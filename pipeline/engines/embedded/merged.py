@@ -40,12 +40,16 @@ def choose_merged(q_ptr: np.ndarray, q_terms: np.ndarray, index, size: int) -> n
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _query_postings(q, q_ptr, q_terms, indptr):
-    """Postings of query ``q``'s terms in both fields."""
+def _query_lists(q, q_ptr, q_terms, indptr):
+    """Query ``q``'s postings (its terms in both fields), and its longest list's (a term in a field)."""
     total = 0
+    longest = 0
     for j in range(q_ptr[q], q_ptr[q + 1]):
-        total += indptr[0, q_terms[j] + 1] - indptr[0, q_terms[j]] + indptr[1, q_terms[j] + 1] - indptr[1, q_terms[j]]
-    return total
+        for f in range(2):
+            length = indptr[f, q_terms[j] + 1] - indptr[f, q_terms[j]]
+            total += length
+            longest = max(longest, length)
+    return total, longest
 
 
 @numba.njit(nogil=True, cache=True)
@@ -54,11 +58,7 @@ def _choose_merged(q_ptr, q_terms, indptr, limit, balanced_limit, balanced_share
     n = q_ptr.shape[0] - 1
     merged = np.empty(n, np.bool_)
     for q in range(n):
-        total = _query_postings(q, q_ptr, q_terms, indptr)
-        longest = 0
-        for j in range(q_ptr[q], q_ptr[q + 1]):
-            for f in range(2):
-                longest = max(longest, indptr[f, q_terms[j] + 1] - indptr[f, q_terms[j]])
+        total, longest = _query_lists(q, q_ptr, q_terms, indptr)
         merged[q] = total <= limit or (total <= balanced_limit and longest <= balanced_share * total)
     return merged
 
@@ -84,7 +84,7 @@ def _search_merged(queries, merged, lo, hi, k, ix, out):
     longest = 0
     for q in range(lo, hi):  # the most postings a merged query has: the decoding buffers' size
         if merged[q]:
-            longest = max(longest, _query_postings(q, queries.ptr, queries.terms, ix.indptr))
+            longest = max(longest, _query_lists(q, queries.ptr, queries.terms, ix.indptr)[0])
     docs = np.empty(longest + BLOCK, np.int32)
     tfs = np.empty(longest + BLOCK, np.float32)
     scores = np.empty(longest + BLOCK, np.float32)
