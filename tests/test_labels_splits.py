@@ -15,7 +15,7 @@ import pytest
 from clirmatrix.pipeline.config import ConfigError, resolve
 from clirmatrix.pipeline.method.labels import class_labels, jenks_inner_breaks, label_queries, query_labels
 from clirmatrix.pipeline.method.propagation import Labelled, propagate
-from clirmatrix.pipeline.method.splits import NOT_CHOSEN, SplitSettings, assign, direction_splits, eval_sets, lowest, query_key, seeded_rng
+from clirmatrix.pipeline.method.splits import NOT_CHOSEN, SplitSettings, assign, direction_splits, eval_sets, in_sorted, lowest, query_key, seeded_rng
 from clirmatrix.pipeline.output.layout import SPLITS, parse_path, query_file
 from clirmatrix.pipeline.output.release import QueryText, Results, base_fill, query_groups, release_order, render_lines
 from clirmatrix.pipeline.output.writers import docs_line, gzip_lines, query_line
@@ -224,6 +224,20 @@ def test_a_direction_trains_on_no_key_that_any_eval_set_holds():
 
 
 # --- writers ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keys", ["hashes", "small", "one", "none"])
+def test_the_eval_key_test_answers_as_a_set_would(keys):
+    """``in_sorted`` (a directory on the keys' top bits) says what ``np.isin`` says: on hash keys, on keys all in one corner of the range, on one key and on none."""
+    rng = np.random.default_rng(11)
+    stored = {
+        "hashes": np.unique([assign([f"e:Q{i}"], SplitSettings())[2][0] for i in range(3_000)]),
+        "small": np.arange(0, 20_000, 3, dtype=np.uint64),
+        "one": np.array([2**64 - 1], np.uint64),
+        "none": np.zeros(0, np.uint64),
+    }[keys]
+    asked = np.concatenate([stored, stored + np.uint64(1), rng.integers(0, 2**64, 5_000, dtype=np.uint64, endpoint=False), np.array([0, 2**64 - 1], np.uint64)])
+    assert in_sorted(asked, stored).tolist() == np.isin(asked, stored).tolist()
 
 
 def test_results_sorted_by_label_then_numeric_page_id():

@@ -43,7 +43,7 @@ from clirmatrix.pipeline.io.parquet_io import read_table
 from clirmatrix.pipeline.method.corpus import WorkDirs, catalog_numbers, iter_docs, read_catalog
 from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.method.propagation import group_bounds
-from clirmatrix.pipeline.method.splits import NOT_CHOSEN, SplitSettings, direction_queries, direction_splits, read_eval_keys, seeded_rng
+from clirmatrix.pipeline.method.splits import NOT_CHOSEN, SplitSettings, direction_runs, direction_splits, read_eval_keys, seeded_rng
 from clirmatrix.pipeline.output import layout
 from clirmatrix.pipeline.output.writers import GzipLines, Lines, SortedLines, WrittenFile, docs_text, gzip_lines
 from clirmatrix.schemas import EVAL_PICKS, PROPAGATED, QUERY_SPLITS
@@ -456,14 +456,12 @@ def _choice(bitgen, pop, size, idx, seen):
 
 
 @numba.njit(cache=True)
-def _fill(rng, docs, starts, picks, n_docs, k, tgt_ids):
-    """``writers.filler`` for each pick (a group of ``docs`` at ``starts``), in order, from one generator; page ids ascending per pick."""
+def _fill(rng, docs, starts, picks, n_docs, k, tgt_ids, out):
+    """``writers.filler`` for each pick (a group of ``docs`` at ``starts``), in order, from one generator: pick ``p``'s page ids in ``out[p]``, unsorted."""
     bitgen = rng.bit_generator
     counts = np.zeros(picks.shape[0], np.int64)
-    out = np.empty(picks.shape[0] * k, np.int64)
     taken = np.zeros(n_docs, np.bool_)
     idx, seen = np.empty(0, np.int64), np.empty(0, np.int64)
-    at = 0
     for p in range(picks.shape[0]):
         low, high = starts[picks[p]], starts[picks[p] + 1]
         need = min(k - min(k, high - low), n_docs - (high - low))
@@ -478,18 +476,17 @@ def _fill(rng, docs, starts, picks, n_docs, k, tgt_ids):
         if idx.shape[0] < size:
             idx, seen = np.empty(size, np.int64), np.empty(4 * size + 2, np.int64)
         _choice(bitgen, n_docs, size, idx, seen)
-        first = at
+        at = 0
         for i in range(size):
             if not taken[idx[i]]:
-                out[at] = tgt_ids[idx[i]]
+                out[p, at] = tgt_ids[idx[i]]
                 at += 1
-                if at - first == need:
+                if at == need:
                     break
-        out[first:at].sort()
-        counts[p] = at - first
+        counts[p] = at
         for row in range(low, high):
             taken[docs[row]] = False
-    return out[:at], counts
+    return counts
 
 
 def base_fill(rng: np.random.Generator, docs: np.ndarray, starts: np.ndarray, picks: np.ndarray, tgt_ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -497,23 +494,29 @@ def base_fill(rng: np.random.Generator, docs: np.ndarray, starts: np.ndarray, pi
 
     ``docs``: Y positions of every query's labelled documents, query ``j``'s at
     ``starts[j]:starts[j + 1]``; ``picks``: the queries, in the order the generator draws for them.
+    Each pick's ids are sorted by numpy, a row of a padded table each: numba's own sort
+    took 13x as long on rows of ~100 and was half the time of drawing.
     """
-    return _fill(rng, np.ascontiguousarray(docs), np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(picks, dtype=np.int64), len(tgt_ids), k, np.ascontiguousarray(tgt_ids))
+    out = np.full((len(picks), k), np.iinfo(np.int64).max, np.int64)
+    counts = _fill(rng, np.ascontiguousarray(docs), np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(picks, dtype=np.int64), len(tgt_ids), k, np.ascontiguousarray(tgt_ids), out)
+    out.sort(axis=1)
+    return out[np.arange(k) < counts[:, None]], counts
 
 
 @numba.njit(cache=True)
-def _judged(labels, groups, limit):
+def _judged(labels, groups, limit, members):
     ge1, ge4 = np.zeros(groups.shape[0] - 1, np.int64), np.zeros(groups.shape[0] - 1, np.int64)
-    for q in range(groups.shape[0] - 1):
+    for q in members:
         for row in range(groups[q], min(groups[q + 1], groups[q] + limit)):
             ge1[q] += labels[row] >= 1
             ge4[q] += labels[row] >= 4
     return ge1, ge4
 
 
-def judged(label: np.ndarray, groups: np.ndarray, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per query (rows at ``groups``): labels >= 1 and >= 4 among its first ``limit`` rows (all when None)."""
-    return _judged(np.ascontiguousarray(label), np.ascontiguousarray(groups, dtype=np.int64), len(label) if limit is None else limit)
+def judged(label: np.ndarray, groups: np.ndarray, limit: int | None = None, members: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per query (rows at ``groups``): labels >= 1 and >= 4 among its first ``limit`` rows (all when None); 0 for a query not in ``members`` (all when None)."""
+    members = np.arange(len(groups) - 1) if members is None else np.ascontiguousarray(members, dtype=np.int64)
+    return _judged(np.ascontiguousarray(label), np.ascontiguousarray(groups, dtype=np.int64), len(label) if limit is None else limit, members)
 
 
 # --- BI-139 ---------------------------------------------------------------------------------------
@@ -524,7 +527,8 @@ def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: Langu
     work = WorkDirs(work_root)
     splits = read_table([work.query_splits_file(src.lang)], QUERY_SPLITS, ["order", "key"])
     priority, identity = splits.column("order").to_numpy(), splits.column("key").to_numpy()
-    queries = direction_queries(work, src.lang, tgt.lang, src.blocks)
+    runs = direction_runs(work, src.lang, tgt.lang, src.blocks)  # each block's query column, read once here
+    queries = np.concatenate([firsts for firsts, _ in runs]) if runs else np.zeros(0, np.int32)
     picks = read_table([work.eval_picks_file(src.lang)], EVAL_PICKS)
     picks = picks.filter(pc.equal(picks.column("tgt"), tgt.lang))
     split_of, base_of = direction_splits(queries, picks, identity, priority, read_eval_keys(work), settings.splits.train_size)
@@ -537,15 +541,15 @@ def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: Langu
         base_files = [stack.enter_context(gzip_lines(fileio.join(out_root, layout.query_file("bi139-base", src.lang, tgt.lang, s)))) for s in layout.SPLITS]
         full_sorted = [SortedLines() for _ in layout.SPLITS]
         base_sorted = [SortedLines() for _ in layout.SPLITS]
-        for block in range(src.blocks):
-            table = read_table([work.propagated_file(src.lang, tgt.lang, block)], PROPAGATED)
-            if table.num_rows == 0:
+        for block, (firsts, groups) in enumerate(runs):
+            if not len(firsts):
                 continue
+            path = work.propagated_file(src.lang, tgt.lang, block)
+            table = read_table([path], PROPAGATED, ["doc", "label"])
+            if table.num_rows != groups[-1]:
+                raise ValueError(f"{path}: {table.num_rows} rows, {groups[-1]} when its query column was read")
             # Rows come grouped by query (ascending), each query's by Y position: order them as released.
-            query, doc, label = (table.column(name).to_numpy() for name in ("query", "doc", "label"))
-            groups = query_groups(query)
-            ids, doc, label = in_release_order(groups, doc, label, tgt_ids)
-            firsts = query[groups[:-1]]
+            ids, doc, label = in_release_order(groups, table.column("doc").to_numpy(), table.column("label").to_numpy(), tgt_ids)
             first_position = src.block(block)[0]
             catalog = read_catalog(work, src.lang, ["page_id", "title"], first_position, int(firsts[-1]) + 1)
             rows = firsts - first_position
@@ -555,7 +559,8 @@ def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: Langu
             sizes = np.diff(groups)
             full = Results(ids, label, groups[:-1], sizes)
             # Each file's lines in one buffer, sorted by src_id within a split.
-            _add_lines(full_sorted, full_files, text, full, query_split, np.flatnonzero(query_split != NOT_CHOSEN), judged(label, groups), sizes)
+            in_full = np.flatnonzero(query_split != NOT_CHOSEN)
+            _add_lines(full_sorted, full_files, text, full, query_split, in_full, judged(label, groups, members=in_full), sizes)
             picked = np.flatnonzero(in_base)  # each split's generator draws for its queries in query order
             fill_starts, fill_counts, fills = np.zeros(len(firsts), np.int64), np.zeros(len(firsts), np.int64), []
             done = 0
@@ -567,7 +572,7 @@ def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: Langu
                 fills.append(filled)
                 done += len(filled)
             base = Results(ids, label, groups[:-1], np.minimum(sizes, k), np.concatenate(fills), fill_starts, fill_counts)
-            _add_lines(base_sorted, base_files, text, base, query_split, picked, judged(label, groups, k), np.full(len(firsts), min(k, len(tgt_ids))))
+            _add_lines(base_sorted, base_files, text, base, query_split, picked, judged(label, groups, k, picked), np.full(len(firsts), min(k, len(tgt_ids))))
         for split in range(n_splits):  # BI-139 lists queries by src_id ascending, as the release does
             full_sorted[split].drain(full_files[split])
             base_sorted[split].drain(base_files[split])

@@ -192,6 +192,7 @@ def gzip_lines(path: str) -> Iterator[GzipLines]:
 
 
 SORT_MEMORY = 256 << 20  # bytes of text a SortedLines holds before it spills its runs to local disk
+SPILL_READ = 8 << 20  # bytes of a spilled run read back at a time when it needs no merge
 
 
 class _Run:
@@ -226,6 +227,17 @@ class _Run:
         if self._handle.readinto(into[:length]) != length:
             raise OSError(f"{self.path}: a run of sorted lines ends early")
 
+    def write_to(self, out: GzipLines) -> None:
+        """Every line of the run, in its order, to ``out`` (a spilled run read back ``SPILL_READ`` bytes at a time)."""
+        if self.lines is not None:
+            out.write_lines(self.lines)
+            return
+        buffer = memoryview(np.empty(min(SPILL_READ, max(self.size, 1)), np.uint8))
+        for start in range(0, self.size, len(buffer)):
+            length = min(len(buffer), self.size - start)
+            self.read(start, length, buffer)
+            out.write_text(buffer[:length], len(self.ends) if start + length == self.size else 0)
+
     def close(self) -> None:
         if self._handle is not None:
             self._handle.close()
@@ -237,9 +249,11 @@ class SortedLines:
     Each block's lines are sorted in memory into a run. Runs stay in memory up to
     ``memory`` bytes of text (``SORT_MEMORY``); past that, the oldest are spilled to a
     local temporary folder (text, and keys and line ends as ``.npy``, read back
-    memory-mapped). ``drain`` writes a lone run as it is, or merges the runs a batch of
-    about ``batch`` lines at a time: the bounded-memory way to order a whole large
-    language. Equal keys keep the order of their blocks, then of their lines in a block.
+    memory-mapped). ``drain`` writes runs that follow each other in key order as they
+    are (a lone run; or the blocks of a dump in page id order, as MediaWiki's are), else
+    merges them a batch of about ``batch`` lines at a time: the bounded-memory way to
+    order a whole large language. Equal keys keep the order of their blocks, then of
+    their lines in a block.
     """
 
     def __init__(self, batch: int = 8192, memory: int | None = None) -> None:
@@ -271,9 +285,10 @@ class SortedLines:
         """Write every line, in key order, to ``out``; the temporary runs are removed."""
         runs, self._runs = self._runs, []
         try:
-            if len(runs) == 1 and runs[0].lines is not None:
-                out.write_lines(runs[0].lines)
-            elif runs:
+            if all(int(run.keys[-1]) <= int(after.keys[0]) for run, after in zip(runs, runs[1:])):
+                for run in runs:  # already in order (blocks of a dump in page id order): no merge
+                    run.write_to(out)
+            else:
                 self._merge(runs, out)
         finally:
             for run in runs:
