@@ -32,7 +32,7 @@ from clirmatrix.pipeline.engines.analyzers import Analyzer
 from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics, DocBatch, FlatHits, Hits
 from clirmatrix.pipeline.engines.embedded import index as stored
 from clirmatrix.pipeline.engines.embedded.exhaustive import Accumulators, _search_exhaustive
-from clirmatrix.pipeline.engines.embedded.heap import Results
+from clirmatrix.pipeline.engines.embedded.heap import Results, rank_rows
 from clirmatrix.pipeline.engines.embedded.index import FIELDS, KernelIndex, Postings, _FieldBuilder
 from clirmatrix.pipeline.engines.embedded.maxscore import _search_pruned
 from clirmatrix.pipeline.engines.embedded.merged import _search_merged, choose_merged
@@ -47,10 +47,11 @@ _BOUNDARY, _NO_TERM = -2, -1  # a query's end, and a token with no term of the i
 
 
 def search_kernels(q_ptr, q_terms, q_counts, merged, lo: int, hi: int, k: int, index: KernelIndex, out_pos, out_scores, out_len) -> None:
-    """Queries ``lo:hi`` into the result rows: those ``merged`` by ``_search_merged``, the others by the pruned kernel."""
+    """Queries ``lo:hi`` into the result rows, best first: those ``merged`` by ``_search_merged``, the others by the pruned kernel."""
     queries, out = QueryBatch(q_ptr, q_terms, q_counts), Results(out_pos, out_scores, out_len)
     _search_merged(queries, merged, lo, hi, k, index, out)
     _search_pruned(queries, merged, lo, hi, k, index, out)
+    rank_rows(out, lo, hi)
 
 
 class EmbeddedEngine:
@@ -286,6 +287,7 @@ class EmbeddedEngine:
             scratch = self._take_scratch()
             try:
                 _search_exhaustive(QueryBatch(q_ptr, q_terms, q_counts), lo, hi, k, index, scratch, Results(out_pos, out_scores, out_len))
+                rank_rows(Results(out_pos, out_scores, out_len), lo, hi)
             finally:
                 self._scratch.put(scratch)
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from clirmatrix.pipeline.engines.embedded.codec import BLOCK, NO_MORE, _bits_float, _decode_block, _float_bits
+from clirmatrix.pipeline.engines.embedded.codec import BLOCK, NO_MORE, _decode_block
+from clirmatrix.pipeline.engines.embedded.heap import _key_doc, _key_score, _rank_key
 from clirmatrix.pipeline.engines.embedded.scoring import _clause_buffers, _clauses, _combine, _term_score
 
 # A query with at most this many postings per document of the index (both fields, all its
@@ -152,31 +153,9 @@ def _search_merged(queries, merged, lo, hi, k, ix, out):
         _put_best(keys, _keep_best(keys, size, k), q, out)
 
 
-@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _rank_key(score, d):
-    """An int64 that orders hits as ``_worse`` does, best largest: the score's bits made monotonic, then the document reversed."""
-    bits = np.int64(_float_bits(np.float32(score)))
-    bits = (bits ^ 0xFFFFFFFF) if bits & 0x80000000 else (bits | 0x80000000)
-    return np.int64((bits << 31) | (0x7FFFFFFF - np.int64(d)))
-
-
-@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _key_doc(key):
-    """The document of a rank key (``_rank_key``)."""
-    return np.int32(0x7FFFFFFF - (key & 0x7FFFFFFF))
-
-
-@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _key_score(key):
-    """The score of a rank key (``_rank_key``)."""
-    bits = key >> 31
-    bits = (bits & 0x7FFFFFFF) if bits & 0x80000000 else (bits ^ 0xFFFFFFFF)
-    return _bits_float(np.uint32(bits))
-
-
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def _keep_best(keys, n, k):
-    """Move the ``k`` largest of ``keys[:n]`` to ``keys[:k]``, sorted, largest first; returns how many are kept."""
+    """Move the ``k`` largest of ``keys[:n]`` to ``keys[:k]``, in no order but, when ``n > k``, the ``k``-th largest at ``keys[k - 1]``; returns how many are kept."""
     if k <= 0:
         return 0
     if n > k:
@@ -200,13 +179,12 @@ def _keep_best(keys, n, k):
             else:
                 break
         n = k
-    keys[:n] = np.sort(keys[:n])[::-1]
     return n
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def _put_best(keys, n, q, out):
-    """The kept hits, best first, into query ``q``'s row of ``out`` (``Results``)."""
+    """The kept hits into query ``q``'s row of ``out`` (``Results``), in no order (``heap.rank_rows`` sorts the rows)."""
     out.lengths[q] = n
     for r in range(n):
         out.scores[q, r] = _key_score(keys[r])
