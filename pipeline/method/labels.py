@@ -63,6 +63,21 @@ def jenks_inner_breaks(values: np.ndarray, starts: np.ndarray, ends: np.ndarray,
 
 
 @numba.njit(cache=True)
+def _ascending(values):
+    """``np.sort(values)``, in one pass when they are already in order either way: a query's scores come best first, and numba's sort of them (twice a query) was a tenth of labelling."""
+    n = values.shape[0]
+    rising, falling = True, True
+    for r in range(1, n):
+        rising &= values[r - 1] <= values[r]
+        falling &= values[r - 1] >= values[r]
+    if rising:
+        return values.copy()
+    if falling:
+        return values[::-1].copy()
+    return np.sort(values)
+
+
+@numba.njit(cache=True)
 def _jenks_inner_breaks(values, starts, ends, chosen):
     inner = np.zeros((starts.shape[0], N_CLASSES - 1), np.float64)
     longest = 0
@@ -72,7 +87,7 @@ def _jenks_inner_breaks(values, starts, ends, chosen):
     limits = np.empty((longest, N_CLASSES), np.int64)  # its lower_class_limits (1-based, as fish.f)
     for i in range(starts.shape[0]):
         if chosen[i]:
-            ordered = np.sort(values[starts[i] : ends[i]])
+            ordered = _ascending(values[starts[i] : ends[i]])
             _jenks_matrices(ordered, variances, limits)
             n = ordered.shape[0]
             m = n
@@ -162,7 +177,7 @@ def _normalise(scores, starts, ends):
             continue
         for r in range(s, e):
             normalised[r] = (np.float64(scores[r]) - low) / (high - low)
-        ordered = np.sort(normalised[s:e])
+        ordered = _ascending(normalised[s:e])
         count = 1
         for r in range(1, e - s):
             count += ordered[r] != ordered[r - 1]
