@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from clirmatrix.pipeline.config import ConfigError, resolve
+from clirmatrix.pipeline.method import splits
 from clirmatrix.pipeline.method.labels import class_labels, jenks_inner_breaks, label_queries, query_labels
 from clirmatrix.pipeline.method.propagation import Labelled, propagate
 from clirmatrix.pipeline.method.splits import NOT_CHOSEN, SplitSettings, assign, direction_splits, eval_sets, in_sorted, lowest, query_key, seeded_rng
@@ -228,12 +229,15 @@ def test_a_direction_trains_on_no_key_that_any_eval_set_holds():
 # --- writers ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("keys", ["hashes", "small", "one", "none"])
-def test_the_eval_key_test_answers_as_a_set_would(keys):
+@pytest.mark.parametrize("keys", ["hashes", "small", "one", "none", "hashes, few buckets"])
+def test_the_eval_key_test_answers_as_a_set_would(keys, monkeypatch):
     """``in_sorted`` (a directory on the keys' top bits) says what ``np.isin`` says: on hash keys, on keys all in one corner of the range, on one key and on none."""
     rng = np.random.default_rng(11)
+    if keys == "hashes, few buckets":  # many keys a bucket, as a whole build's tens of millions get
+        monkeypatch.setattr(splits, "DIRECTORY_BITS", 4)
     stored = {
         "hashes": np.unique([assign([f"e:Q{i}"], SplitSettings())[2][0] for i in range(3_000)]),
+        "hashes, few buckets": np.unique([assign([f"e:Q{i}"], SplitSettings())[2][0] for i in range(3_000)]),
         "small": np.arange(0, 20_000, 3, dtype=np.uint64),
         "one": np.array([2**64 - 1], np.uint64),
         "none": np.zeros(0, np.uint64),

@@ -181,6 +181,9 @@ def read_eval_keys(work: WorkDirs) -> np.ndarray:
         return np.load(io.BytesIO(handle.read()))
 
 
+DIRECTORY_BITS = 20  # at most 2**20 buckets: a build's tens of millions of eval keys get ~50 a bucket, six steps of search
+
+
 @numba.njit(cache=True)
 def _in_sorted(values, keys, shift, first):
     found = np.zeros(values.shape[0], np.bool_)
@@ -209,7 +212,7 @@ def in_sorted(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
     if not len(sorted_keys):
         return np.zeros(len(values), bool)
     keys = np.ascontiguousarray(sorted_keys, dtype=np.uint64)
-    bits = max(1, len(keys).bit_length() - 1)  # a bucket for every one or two keys
+    bits = min(max(1, len(keys).bit_length() - 1), DIRECTORY_BITS)  # a bucket for every one or two keys, up to 8 MB of directory
     shift = np.uint64(64 - bits)
     first = np.empty((1 << bits) + 1, np.int64)
     first[:-1] = np.searchsorted(keys, np.arange(1 << bits, dtype=np.uint64) << shift)
