@@ -15,10 +15,10 @@ import pytest
 from clirmatrix.pipeline.config import ConfigError, resolve
 from clirmatrix.pipeline.method import splits
 from clirmatrix.pipeline.method.labels import class_labels, jenks_inner_breaks, label_queries, query_labels
-from clirmatrix.pipeline.method.propagation import Labelled, propagate
+from clirmatrix.pipeline.method.propagation import Labelled, propagate, query_groups
 from clirmatrix.pipeline.method.splits import NOT_CHOSEN, SplitSettings, assign, direction_splits, eval_sets, in_sorted, lowest, query_key, seeded_rng
 from clirmatrix.pipeline.output.layout import SPLITS, parse_path, query_file
-from clirmatrix.pipeline.output.release import QueryText, Results, base_fill, query_groups, release_order, render_lines
+from clirmatrix.pipeline.output.release import QueryText, Results, base_fill, release_order, render_lines
 from clirmatrix.pipeline.output.writers import docs_line, gzip_lines, query_line
 
 # --- labels -----------------------------------------------------------------------------------

@@ -11,9 +11,10 @@ import pytest
 
 from clirmatrix.pipeline.io.parquet_io import write_table
 from clirmatrix.pipeline.method.corpus import WorkDirs
+from clirmatrix.pipeline.method.propagation import query_groups
 from clirmatrix.pipeline.method.splits import SplitSettings, write_eval_keys, write_eval_picks, write_query_splits
 from clirmatrix.pipeline.output import layout, writers
-from clirmatrix.pipeline.output.release import QueryText, ReleaseSettings, Results, base_fill, in_release_order, query_groups, render_lines, write_direction
+from clirmatrix.pipeline.output.release import QueryText, ReleaseSettings, Results, base_fill, in_release_order, render_lines, write_direction
 from clirmatrix.pipeline.output.writers import COMPRESS_CHUNK, Lines, SortedLines, filler, gzip_lines, query_line
 from clirmatrix.schemas import CATALOG, PROPAGATED
 from clirmatrix.schemas.contracts import LanguagePlan

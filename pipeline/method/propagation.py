@@ -93,6 +93,12 @@ def group_bounds(query: np.ndarray, source: str = "rows") -> tuple[np.ndarray, n
     return queries, starts, ends
 
 
+def query_groups(query: np.ndarray, source: str = "rows") -> np.ndarray:
+    """Row offsets of the runs of a sorted query column, with the end: ``len(groups) + 1`` values (``group_bounds``' check)."""
+    _, starts, _ = group_bounds(query, source)
+    return np.r_[starts, len(query)].astype(np.int64)
+
+
 def doc_links(src_entities: np.ndarray, tgt_entities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(X positions ascending, Y positions) of the entities both languages have (``NO_ENTITY`` is none)."""
     x = np.flatnonzero(src_entities != NO_ENTITY)

@@ -34,7 +34,7 @@ from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_SEED, DEFAULT_
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.io.parquet_io import ParquetSink, read_table, write_table
 from clirmatrix.pipeline.method.corpus import WorkDirs, iter_catalog
-from clirmatrix.pipeline.method.propagation import group_bounds
+from clirmatrix.pipeline.method.propagation import query_groups
 from clirmatrix.pipeline.output.layout import EVAL_SPLITS, SPLITS
 from clirmatrix.schemas import EVAL_PICKS, PROPAGATED, QUERY_SPLITS
 from clirmatrix.schemas.contracts import EvalReport, SplitsReport
@@ -132,14 +132,19 @@ def direction_runs(work: WorkDirs, src: str, tgt: str, blocks: int) -> list[tupl
     for block in range(blocks):
         path = work.propagated_file(src, tgt, block)
         query = read_table([path], PROPAGATED, ["query"]).column("query").to_numpy()
-        queries, starts, _ = group_bounds(query, path)
-        runs.append((queries.astype(np.int32), np.r_[starts, len(query)].astype(np.int64)))
+        groups = query_groups(query, path)
+        runs.append((query[groups[:-1]].astype(np.int32), groups))
     return runs
+
+
+def runs_queries(runs: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """The queries of a direction's runs (``direction_runs``), ascending."""
+    return np.concatenate([queries for queries, _ in runs]) if runs else np.zeros(0, np.int32)
 
 
 def direction_queries(work: WorkDirs, src: str, tgt: str, blocks: int) -> np.ndarray:
     """The queries of X -> Y (those with a label in Y), ascending."""
-    return np.concatenate([queries for queries, _ in direction_runs(work, src, tgt, blocks)]) if blocks else np.zeros(0, np.int32)
+    return runs_queries(direction_runs(work, src, tgt, blocks))
 
 
 def write_eval_picks(work_root: str, src: str, blocks: int, targets: Sequence[str], settings: SplitSettings) -> EvalReport:

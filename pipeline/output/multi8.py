@@ -28,9 +28,10 @@ import pyarrow.compute as pc
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.io.parquet_io import read_table, write_table
 from clirmatrix.pipeline.method.corpus import NO_ENTITY, WorkDirs, catalog_numbers, iter_catalog
+from clirmatrix.pipeline.method.propagation import query_groups
 from clirmatrix.pipeline.method.splits import EVAL_INDICES, NOT_CHOSEN, TRAIN, assign, eval_sets, in_sorted, lowest, query_key, read_eval_keys, seeded_rng
 from clirmatrix.pipeline.output import layout
-from clirmatrix.pipeline.output.release import QueryText, ReleaseSettings, Results, base_fill, describe_files, judged, query_groups, release_order, render_lines
+from clirmatrix.pipeline.output.release import QueryText, ReleaseSettings, Results, base_fill, describe_files, judged, release_order, render_lines
 from clirmatrix.pipeline.output.writers import gzip_lines
 from clirmatrix.schemas import EVAL_PICKS, LABELS, MULTI8_QUERIES
 from clirmatrix.schemas.contracts import FilesReport, LanguagePlan, ListsReport, Multi8EvalReport, Multi8QueriesReport

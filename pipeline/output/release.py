@@ -42,8 +42,7 @@ from clirmatrix.pipeline.io.fileio import atomic_create
 from clirmatrix.pipeline.io.parquet_io import read_table
 from clirmatrix.pipeline.method.corpus import WorkDirs, catalog_numbers, iter_docs, read_catalog
 from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
-from clirmatrix.pipeline.method.propagation import group_bounds
-from clirmatrix.pipeline.method.splits import NOT_CHOSEN, SplitSettings, direction_runs, direction_splits, read_eval_keys, seeded_rng
+from clirmatrix.pipeline.method.splits import NOT_CHOSEN, SplitSettings, direction_runs, direction_splits, read_eval_keys, runs_queries, seeded_rng
 from clirmatrix.pipeline.output import layout
 from clirmatrix.pipeline.output.writers import GzipLines, Lines, SortedLines, WrittenFile, docs_text, gzip_lines
 from clirmatrix.schemas import EVAL_PICKS, PROPAGATED, QUERY_SPLITS
@@ -390,12 +389,6 @@ def in_release_order(starts: np.ndarray, doc: np.ndarray, label: np.ndarray, tgt
     return _in_release_order(np.ascontiguousarray(doc), label, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(tgt_ids))
 
 
-def query_groups(query: np.ndarray) -> np.ndarray:
-    """Row offsets of the runs of a sorted query column, with the end: ``len(groups) + 1`` values."""
-    _, starts, _ = group_bounds(query)
-    return np.r_[starts, len(query)].astype(np.int64)
-
-
 # --- base candidates ---------------------------------------------------------------------------------
 #
 # The label-0 filler is ``writers.filler`` (numpy's ``Generator.choice`` without replacement),
@@ -528,7 +521,7 @@ def write_direction(work_root: str, out_root: str, src: LanguagePlan, tgt: Langu
     splits = read_table([work.query_splits_file(src.lang)], QUERY_SPLITS, ["order", "key"])
     priority, identity = splits.column("order").to_numpy(), splits.column("key").to_numpy()
     runs = direction_runs(work, src.lang, tgt.lang, src.blocks)  # each block's query column, read once here
-    queries = np.concatenate([firsts for firsts, _ in runs]) if runs else np.zeros(0, np.int32)
+    queries = runs_queries(runs)
     picks = read_table([work.eval_picks_file(src.lang)], EVAL_PICKS)
     picks = picks.filter(pc.equal(picks.column("tgt"), tgt.lang))
     split_of, base_of = direction_splits(queries, picks, identity, priority, read_eval_keys(work), settings.splits.train_size)

@@ -286,8 +286,9 @@ class EmbeddedEngine:
                 return
             scratch = self._take_scratch()
             try:
-                _search_exhaustive(QueryBatch(q_ptr, q_terms, q_counts), lo, hi, k, index, scratch, Results(out_pos, out_scores, out_len))
-                rank_rows(Results(out_pos, out_scores, out_len), lo, hi)
+                out = Results(out_pos, out_scores, out_len)
+                _search_exhaustive(QueryBatch(q_ptr, q_terms, q_counts), lo, hi, k, index, scratch, out)
+                rank_rows(out, lo, hi)
             finally:
                 self._scratch.put(scratch)
 
