@@ -36,7 +36,7 @@ def make_build(work: Path, docs: int) -> Path:
         return out
     dumps = work / f"dumps-{docs}"
     shutil.rmtree(dumps, ignore_errors=True)
-    write_sample_dumps(dumps, docs_per_lang=docs)
+    write_sample_dumps(dumps, docs_per_lang=docs, inputs="classic")
     run_build(replace(BuildConfig(), dumps=str(dumps), out=str(out), min_docs=1_000, workers=2))
     return out
 

@@ -81,7 +81,7 @@ def prepare_inputs(folder: Path, docs_per_lang: int = 300, seed: int = 13) -> li
     dumps = folder / "clean"
     if dumps.exists():
         shutil.rmtree(dumps)
-    write_sample_dumps(dumps, docs_per_lang, LANGS, seed, broken=False)
+    write_sample_dumps(dumps, docs_per_lang, LANGS, seed, broken=False, inputs="classic")
     write_sample_dumps(folder / "fresh", docs_per_lang, ("de",), seed, broken=False, inputs="fresh")
     html = next((folder / "fresh").glob("dewiki-NS0-*-ENTERPRISE-HTML.json.tar.gz"))
     en = next(dumps.glob("enwiki-*.json.gz"))
@@ -266,7 +266,7 @@ def run_consumer(args: argparse.Namespace, out: Path) -> None:
     if not args.release and not (release / "downloads.json.gz").exists():
         dumps = out / "release-dumps"
         shutil.rmtree(dumps, ignore_errors=True)
-        write_sample_dumps(dumps, args.docs_per_lang, ("en", "de", "fr"), 13, broken=False)
+        write_sample_dumps(dumps, args.docs_per_lang, ("en", "de", "fr"), 13, broken=False, inputs="classic")
         run_build(BuildConfig(dumps=str(dumps), out=str(release), min_docs=50, train_size=40, eval_size=10, workers=1))
     os.environ.setdefault("CLIRMATRIX_HOME", tempfile.mkdtemp(prefix="clirmatrix-home-"))
     os.environ.setdefault("IR_DATASETS_HOME", tempfile.mkdtemp(prefix="irds-home-"))

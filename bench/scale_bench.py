@@ -456,7 +456,7 @@ def small_builds(args: argparse.Namespace) -> list[dict]:
             root = Path(args.out).resolve() / f"small-{'-'.join(langs)}-{size}"
             dumps, out = root / "dumps", root / "out"
             if not (dumps / "sample-truth.json").exists():
-                write_sample_dumps(dumps, size, langs, broken=False)
+                write_sample_dumps(dumps, size, langs, broken=False, inputs="classic")
             # In a fresh process: the driver's memory is the build's own, not what this one holds from the runs before.
             with multiprocessing.get_context("spawn").Pool(1) as pool:
                 stages, facts = pool.apply(_one_local_build, (str(dumps), str(out), args.workers))

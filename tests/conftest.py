@@ -50,7 +50,7 @@ def write_sample(tmp_path_factory, langs: tuple[str, ...], seed: int):
     from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
     root = tmp_path_factory.mktemp("sample")
-    world = write_sample_dumps(root / "dumps", docs_per_lang=300, langs=langs, seed=seed)
+    world = write_sample_dumps(root / "dumps", docs_per_lang=300, langs=langs, seed=seed, inputs="classic")  # the 2020 formats: the pinned release
     return root / "dumps", world
 
 

@@ -105,7 +105,7 @@ def sample_dump_texts(docs_per_lang: int = 50) -> list[Text]:
 
     texts: list[Text] = []
     with tempfile.TemporaryDirectory() as tmp:
-        write_sample_dumps(tmp, docs_per_lang=docs_per_lang, broken=False)
+        write_sample_dumps(tmp, docs_per_lang=docs_per_lang, broken=False, inputs="classic")
         for path in sorted(Path(tmp).rglob("*")):
             opener = gzip.open if path.suffix == ".gz" else bz2.open if path.suffix == ".bz2" else None
             if opener is None:

@@ -191,7 +191,7 @@ def test_records_are_entity_lines_in_the_wikidata_messages(tmp_path):
     from clirmatrix.pipeline.io.badinput import TooManyBadRecords
     from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
-    write_sample_dumps(tmp_path / "dumps", docs_per_lang=50, langs=("en",), broken=True)
+    write_sample_dumps(tmp_path / "dumps", docs_per_lang=50, langs=("en",), broken=True, inputs="classic")
     with pytest.raises(TooManyBadRecords, match=r"latest-all\.json\.gz: 1 of \d+ entity lines \("):
         sources = LinkInputs.wikidata_wide(WIKIDATA_JSON, [str(tmp_path / "dumps" / "latest-all.json.gz")])
         ExtractSitelinks(str(tmp_path), sources, ["en"], 0.001).run(workers=1)

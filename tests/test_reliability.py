@@ -33,7 +33,7 @@ def clean_dumps(tmp_path_factory):
     from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
     dumps = tmp_path_factory.mktemp("reliability") / "dumps"
-    write_sample_dumps(dumps, docs_per_lang=200, langs=("en", "de"), seed=3, broken=False)
+    write_sample_dumps(dumps, docs_per_lang=200, langs=("en", "de"), seed=3, broken=False, inputs="classic")
     return dumps
 
 

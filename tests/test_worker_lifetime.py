@@ -105,7 +105,7 @@ def dumps(tmp_path_factory):
     from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
     folder = tmp_path_factory.mktemp("lifetime") / "dumps"
-    write_sample_dumps(folder, docs_per_lang=300, langs=("en", "de"), seed=3)
+    write_sample_dumps(folder, docs_per_lang=300, langs=("en", "de"), seed=3, inputs="classic")
     return folder
 
 

@@ -6,7 +6,7 @@ id scheme under a prefix, so anything that takes an ir_datasets id (ir_measures,
 PyTerrier, ...) reads this build:
 
     import ir_datasets
-    from clirmatrix.pipeline.tools import irds
+    from clirmatrix import irds
     irds.register("out/")                 # -> ["clirmatrix-local/de", "clirmatrix-local/de/bi139-base/en/dev", ...]
     ir_datasets.load("clirmatrix-local/de/bi139-base/en/test1")
 
@@ -43,7 +43,7 @@ try:
     from ir_datasets.indices import DEFAULT_DOCSTORE_OPTIONS, PickleLz4FullStore
     from ir_datasets.util import GzipExtract, LocalDownload
 except ImportError as error:  # pragma: no cover - depends on the environment
-    raise ImportError(f"clirmatrix.pipeline.tools.irds needs ir_datasets ({error}): pip install 'clirmatrix[irds]'") from error
+    raise ImportError(f"clirmatrix.irds needs ir_datasets ({error}): pip install 'clirmatrix[irds]'") from error
 
 DEFAULT_PREFIX = "clirmatrix-local"
 OFFICIAL_NAMESPACE = "clirmatrix"  # ir_datasets' own ids for the official release

@@ -47,6 +47,7 @@ DATE = "20240301"  # the classic inputs' date (CirrusSearch dumps stopped in 202
 FRESH_DATE = "20261101"
 CLASSIC, FRESH = "classic", "fresh"
 INPUTS = (CLASSIC, FRESH)
+DEFAULT_INPUTS = FRESH  # what Wikimedia publishes today; CLASSIC rebuilds past dates
 TRUTH = "sample-truth.json"  # what the generator decided, beside the dumps
 SCRIPTS = {
     "en": "latin", "de": "latin", "es": "latin", "fr": "latin", "ru": "cyrillic", "ar": "arabic", "zh": "han", "ja": "kana",
@@ -512,13 +513,14 @@ def _page_props_dump(world: SampleWorld, lang: str) -> bytes:
 
 
 def write_sample_dumps(
-    out_dir: str | Path, docs_per_lang: int = 2000, langs: tuple[str, ...] = DEFAULT_LANGS, seed: int = DEFAULT_SEED, broken: bool = True, inputs: str = CLASSIC
+    out_dir: str | Path, docs_per_lang: int = 2000, langs: tuple[str, ...] = DEFAULT_LANGS, seed: int = DEFAULT_SEED, broken: bool = True, inputs: str = DEFAULT_INPUTS
 ) -> SampleWorld:
     """Write the sample dumps for ``langs`` into ``out_dir``; returns what was generated.
 
-    ``inputs`` CLASSIC writes the 2020 paper's inputs (CirrusSearch and the Wikidata JSON
-    dump); FRESH writes what Wikimedia publishes today: Enterprise HTML dumps (``fr`` as a
-    multistream XML dump with its page_props), and ``wb_items_per_site`` for the links.
+    ``inputs`` FRESH (the default) writes what Wikimedia publishes today: Enterprise HTML
+    dumps (``fr`` as a multistream XML dump with its page_props), and ``wb_items_per_site``
+    for the links; CLASSIC writes the 2020 paper's inputs (CirrusSearch dumps, which
+    stopped in 2025, and the Wikidata JSON dump), for rebuilding past dates.
     """
     if inputs not in INPUTS:
         raise ValueError(f"inputs must be one of {INPUTS}, not {inputs!r}")
@@ -569,7 +571,7 @@ def _write_classic(out: Path, world: SampleWorld, seed: int, broken: bool) -> No
         world.bad_records["wikidata"] = BROKEN_WIKIDATA_KIND
 
 
-def sample_settings(docs_per_lang: int, langs: tuple[str, ...], seed: int, broken: bool, inputs: str = CLASSIC) -> dict:
+def sample_settings(docs_per_lang: int, langs: tuple[str, ...], seed: int, broken: bool, inputs: str = DEFAULT_INPUTS) -> dict:
     """What a sample is made from, as ``sample-truth.json`` records it: the same settings write the same bytes."""
     return {"docs_per_lang": docs_per_lang, "langs": list(langs), "seed": seed, "broken": broken, "inputs": inputs}
 
