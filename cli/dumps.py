@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
 from clirmatrix.pipeline.method.input_kinds import LINKS, SOURCES
 from clirmatrix.pipeline.tools.dumps_fetch import DEFAULT_CONNECTIONS
-from clirmatrix.pipeline.tools.dumps_site import DEFAULT_MIRROR, DumpListing, OfferedFile
+from clirmatrix.pipeline.tools.dumps_site import DEFAULT_MIRROR, DumpListing, OfferedFile, nothing_to_fetch
 
 
 def _console():
@@ -71,6 +75,35 @@ def print_listing(listing: DumpListing) -> None:
     console.print(f"fetch takes {len(listing.chosen):,} files, {_size(known)}" + (f" (+{unsized:,} of unknown size)" if unsized else ""), highlight=False)
 
 
+@contextmanager
+def one_ctrl_c() -> Iterator[bool]:
+    """The first Ctrl-C raises KeyboardInterrupt; later ones are ignored while the transfers stop and the command ends.
+
+    Without it a second press would land in the middle of stopping, or in Python's exit
+    (which resets handlers written in Python and dies of one): a traceback or a killed
+    process instead of the one line and 130. Where the entry point handles Ctrl-C its
+    own way (any handler but Python's default), that one takes the first press and
+    reports the interruption: yields whether this one is in charge instead.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    ours = main and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    def first(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, first) if ours else None
+    try:
+        yield ours
+    except KeyboardInterrupt:
+        if main:  # the command is ending: ignored from here to the process's exit
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise
+    finally:
+        if ours and signal.getsignal(signal.SIGINT) is first:
+            signal.signal(signal.SIGINT, previous)
+
+
 @click.group()
 def dumps() -> None:
     """Find, fetch and verify the Wikimedia dumps a build reads."""
@@ -89,6 +122,14 @@ def list_command(langs: str | None, date: str, mirror: str, source: str, links: 
         with atomic_write(json_file) as handle:
             handle.write(listing.to_json())
         _console().print(f"[green]wrote[/] {json_file}")
+    _refuse_nothing(listing)
+
+
+def _refuse_nothing(listing: DumpListing) -> None:
+    """Exit 1 with one line when fetch would take no document dump: never a listing that quietly takes nothing."""
+    if reason := nothing_to_fetch(listing):
+        _console().print(f"[red]{escape(reason)}[/]", highlight=False, soft_wrap=True)
+        click.get_current_context().exit(1)
 
 
 class _Bars:
@@ -128,7 +169,12 @@ class _Bars:
 @click.option("--dry-run", is_flag=True, help="Print what would be fetched and the total size; fetch nothing.")
 def fetch_command(langs: str | None, date: str, mirror: str, source: str, links: str, to_dir: str, listing_file: str | None, connections: int,
                   retries: int, dry_run: bool) -> None:
-    """Fetch the chosen dumps into the names build --dumps reads, verified by size and checksum; a rerun skips verified files."""
+    """Fetch the chosen dumps into the names build --dumps reads, verified by size and checksum; a rerun skips verified files.
+
+    Ctrl-C stops the transfers within about a second and keeps their parts: one line
+    says so, and the exit status is 130 (as for any command stopped by Ctrl-C).
+    """
+    from clirmatrix.pipeline.tools.download import Interrupted
     from clirmatrix.pipeline.tools.dumps_fetch import fetch_dumps
 
     listing = DumpListing.read(listing_file) if listing_file else _make_listing(langs, date, mirror, source, links)
@@ -137,13 +183,22 @@ def fetch_command(langs: str | None, date: str, mirror: str, source: str, links:
         print_listing(listing)
         for item in listing.chosen:
             click.echo(f"{item.name}\t{item.size if item.size is not None else '?'}\t{item.url}")
+        _refuse_nothing(listing)
         return
     for note in listing.notes:
         console.print(f"[yellow]note[/] {note}", highlight=False, soft_wrap=True)
+    _refuse_nothing(listing)
     columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
     known = sum(item.size or 0 for item in listing.chosen)
-    with Progress(*columns, console=console) as progress:
-        report = fetch_dumps(listing.chosen, to_dir, connections=connections, watch=_Bars(progress, known or None), retries=retries)
+    in_charge = False
+    try:
+        with one_ctrl_c() as in_charge, Progress(*columns, console=console) as progress:
+            report = fetch_dumps(listing.chosen, to_dir, connections=connections, watch=_Bars(progress, known or None), retries=retries)
+    except Interrupted as stopped:
+        if not in_charge:  # the entry point reports it: "interrupted" and the notes it carries (the same line), then 130
+            raise
+        console.print(f"[yellow]{escape(str(stopped))}[/]", highlight=False, soft_wrap=True)
+        raise click.exceptions.Exit(130) from None
     table = Table(title=f"dumps fetch into {to_dir}", title_justify="left")
     table.add_column("outcome")
     table.add_column("files", justify="right")
@@ -155,7 +210,4 @@ def fetch_command(langs: str | None, date: str, mirror: str, source: str, links:
         console.print(f"[red]failed[/] {name}: {reason}", highlight=False, soft_wrap=True)
     if report.failed:
         console.print("[red]nothing unverified is under a final name; run the same command again to resume[/]")
-        click.get_current_context().exit(1)
-    if not listing.chosen:
-        console.print("[red]nothing to fetch[/]: see the notes above")
         click.get_current_context().exit(1)

@@ -3,15 +3,23 @@
 Folders answer with their ``index.html`` if they hold one (the real listings kept in
 ``fixtures/dumps_site``), else with nginx's autoindex page in the same format
 (``autoindex`` reproduces two of the real ones byte for byte); files with
-HTTP Range support. ``faults[path]`` is a list consumed one per request: ``drop`` (half
+HTTP Range support, and HEAD. ``faults[path]`` is a list consumed one per request: ``drop`` (half
 the body, then the connection dies), ``503`` (with ``Retry-After: 1``), ``html`` (an
 error page with status 200, as a misconfigured proxy sends), ``norange`` (the whole
-body with 200, whatever Range asked). It counts requests and the most connections open
-at once.
+body with 200, whatever Range asked). ``throttle`` (bytes a second) slows every file
+body, as a busy mirror does. It counts requests and the most connections open at once.
+
+``listing_tree`` lays out the small site the real nginx, Apache and lighttpd listings
+in ``fixtures/dumps_site/listings`` were taken from (``capture.sh`` there).
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import hashlib
+import os
+import random
 import socket
 import threading
 import time
@@ -19,10 +27,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import unquote
 
+import orjson
 from local_http import QuietHandler, serve
 
 _MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
-ERROR_PAGE = b"<!DOCTYPE html><html><head><title>Wikimedia Error</title></head><body>Our servers are currently under maintenance</body></html>"
+# Wikimedia's error page (status 200 here, as a proxy in the way serves it): links in it, no listing.
+ERROR_PAGE = (Path(__file__).parent / "fixtures" / "dumps_site" / "errors" / "wikimedia-error.DERIVED.html").read_bytes()
 
 
 def autoindex(path: str, entries: list[tuple[str, bool, datetime, int]], body: str = "<body>") -> str:
@@ -43,11 +53,23 @@ class DumpsSite:
         self.root = root
         self.faults: dict[str, list[str]] = {}
         self.requests: list[tuple[str, str | None]] = []
+        self.heads: list[str] = []  # paths asked with HEAD (a file's exact size, where a listing rounds it)
+        self.throttle: int | None = None
         self.open = self.most_open = 0
         self.lock = threading.Lock()
         site = self
 
         class Handler(QuietHandler):
+            def do_HEAD(self) -> None:
+                path = unquote(self.path.split("?")[0]).lstrip("/")
+                site.heads.append(path)
+                local = site.root / path
+                if not local.is_file():
+                    return self._send(404 if not local.is_dir() else 200, b"")
+                self.send_response(200)
+                self.send_header("Content-Length", str(local.stat().st_size))
+                self.end_headers()
+
             def do_GET(self) -> None:
                 with site.lock:
                     site.open += 1
@@ -105,6 +127,9 @@ class DumpsSite:
                         self.wfile.write(body[at : min(at + (1 << 14), len(body) - 1)])
                         time.sleep(0.01)
                     start = len(body) - 1
+                if site.throttle and not path.endswith((".json", ".txt", ".html")):
+                    self._trickle(body[start:-1], site.throttle)
+                    start = len(body) - 1
                 self.wfile.write(body[start:-1])
                 self.wfile.flush()
                 self._release()
@@ -119,3 +144,79 @@ class DumpsSite:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+# --- the site the real listings were taken from -----------------------------------------------------
+
+LISTING_TIME = datetime(2026, 11, 2, 3, 4, tzinfo=timezone.utc)  # every file's and folder's mtime, so the listings come out the same
+# The folders whose listings were kept (fixtures/dumps_site/listings/{server}/{folder}index.html); bare/ is a mirror with empty folders.
+LISTED = ("site/other/enterprise_html/runs/", "site/other/enterprise_html/runs/20261020/", "site/other/enterprise_html/runs/20261101/",
+          "site/other/cirrussearch/", "site/other/cirrussearch/20250106/", "site/enwiki/", "site/wikidatawiki/", "site/wikidatawiki/entities/",
+          "site/wikidatawiki/entities/20261028/", "site/wikidatawiki/entities/20261104/", "bare/other/enterprise_html/runs/", "bare/enwiki/")
+
+
+def _noise(name: str, size: int) -> bytes:
+    return random.Random(name).randbytes(size)
+
+
+def _status(db: str, run: str, jobs: dict[str, tuple[str, dict[str, bytes]]]) -> bytes:
+    out = {}
+    for job, (status, files) in jobs.items():
+        entries = {name: {"size": len(data)} | ({"url": f"/{db}/{run}/{name}", "md5": hashlib.md5(data).hexdigest(),
+                                                 "sha1": hashlib.sha1(data).hexdigest()} if status == "done" else {})
+                   for name, data in files.items()}
+        out[job] = {"status": status, "updated": "2026-11-02 03:04:00", "files": entries}
+    return orjson.dumps({"jobs": out, "version": "0.8"}) + b"\n"
+
+
+def listing_tree(root: Path) -> dict[str, bytes]:
+    """Write the small dumps site (``site/``, and ``bare/``: a mirror whose run folders are empty); returns each file's bytes by path.
+
+    The same bytes every time (seeded noise, gzip without a time stamp, one mtime), so the
+    listings a server makes of it are the kept ones, sizes included: a 1.3 MB tarball
+    (Apache and lighttpd show it rounded, as ``1.2M``), a 45 kB one, files under 1 kB.
+    """
+    files: dict[str, bytes] = {}
+    runs = "site/other/enterprise_html/runs"
+    for run, wikis in (("20261020", {"enwiki": 1_200_000}), ("20261101", {"enwiki": 1_300_000, "dewiki": 45_000})):
+        for wiki, size in wikis.items():
+            tarball = gzip.compress(_noise(f"{wiki}{run}", size), mtime=0)
+            files[f"{runs}/{run}/{wiki}-NS0-{run}-ENTERPRISE-HTML.json.tar.gz"] = tarball
+            stats = {"wiki": wiki, "md5sum": hashlib.md5(tarball).hexdigest(), "date_modified": "2026-11-02T03:04:00Z"}
+            files[f"{runs}/{run}/{wiki}-NS0-{run}-ENTERPRISE-STATS.json"] = orjson.dumps(stats)
+    files[f"{runs}/20261101/enwiki-NS14-20261101-ENTERPRISE-HTML.json.tar.gz"] = gzip.compress(_noise("ns14", 3_000), mtime=0)
+    for kind in ("content", "general"):
+        files[f"site/other/cirrussearch/20250106/enwiki-20250106-cirrussearch-{kind}.json.gz"] = gzip.compress(
+            b'{"index":{"_id":"1"}}\n{"title":"A","text":"a"}\n' * 40, mtime=0)
+    run = "site/enwiki/20261101"
+    xml = {"enwiki-20261101-pages-articles-multistream.xml.bz2": bz2.compress(_noise("xml", 90_000)),
+           "enwiki-20261101-pages-articles-multistream-index.txt.bz2": bz2.compress(b"1:1:A\n" * 100)}
+    props = {"enwiki-20261101-page_props.sql.gz": gzip.compress(b"INSERT INTO `page_props` VALUES (1,'wikibase_item','Q1',NULL);\n", mtime=0)}
+    files |= {f"{run}/{name}": data for name, data in (xml | props).items()}
+    files[f"{run}/dumpstatus.json"] = _status("enwiki", "20261101", {"articlesmultistreamdumprecombine": ("done", xml), "pagepropstable": ("done", props)})
+    files[f"{run}/enwiki-20261101-md5sums.txt"] = "".join(f"{hashlib.md5(d).hexdigest()}  {n}\n" for n, d in (xml | props).items()).encode()
+    files[f"{run}/enwiki-20261101-sha1sums.txt"] = "".join(f"{hashlib.sha1(d).hexdigest()}  {n}\n" for n, d in (xml | props).items()).encode()
+    files["site/enwiki/20261120/dumpstatus.json"] = _status("enwiki", "20261120", {"articlesmultistreamdumprecombine": ("in-progress", {}),
+                                                                                  "pagepropstable": ("waiting", {})})
+    files["site/enwiki/latest/enwiki-latest-md5sums.txt"] = files[f"{run}/enwiki-20261101-md5sums.txt"]
+    items = {"wikidatawiki-20261101-wb_items_per_site.sql.gz": gzip.compress(b"INSERT INTO `wb_items_per_site` VALUES (1,1,'enwiki','A');\n", mtime=0)}
+    files |= {f"site/wikidatawiki/20261101/{name}": data for name, data in items.items()}
+    files["site/wikidatawiki/20261101/dumpstatus.json"] = _status("wikidatawiki", "20261101", {"wbitemspersitetable": ("done", items)})
+    for run, finished in (("20261028", True), ("20261104", False)):
+        dump = gzip.compress(b"[\n" + b'{"id":"Q1","sitelinks":{}},\n' * (200 if finished else 50), mtime=0)
+        files[f"site/wikidatawiki/entities/{run}/wikidata-{run}-all.json.gz"] = dump
+        named = f"wikidata-{run}-all.json.gz"
+        files[f"site/wikidatawiki/entities/{run}/wikidata-{run}-md5sums.txt"] = (f"{hashlib.md5(dump).hexdigest()}  {named}\n" if finished else "").encode()
+        if finished:
+            files[f"site/wikidatawiki/entities/{run}/wikidata-{run}-sha1sums.txt"] = f"{hashlib.sha1(dump).hexdigest()}  {named}\n".encode()
+    files["bare/enwiki/latest/enwiki-latest-md5sums.txt"] = b""
+    for path, data in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(data)
+    (root / "bare/other/enterprise_html/runs").mkdir(parents=True)
+    stamp = LISTING_TIME.timestamp()
+    for folder, dirs, names in os.walk(root, topdown=False):
+        for name in names + dirs:
+            os.utime(Path(folder) / name, (stamp, stamp))
+    os.utime(root, (stamp, stamp))
+    return files

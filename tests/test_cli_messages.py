@@ -153,7 +153,11 @@ def test_sample_refuses_a_folder_in_use_without_force(capsys, tmp_path):
     assert one_error(output) == f"OUT_DIR {folder} is not empty; pass --force to write the sample into it anyway, or give a new folder"
     assert sorted(p.name for p in folder.iterdir()) == ["mine.txt"]
     code, output = run(capsys, "sample", str(folder), "--docs-per-lang", "50", "--langs", "en", "--force")
-    assert code == 0 and (folder / "latest-all.json.gz").is_file() and (folder / "mine.txt").read_text() == "keep me"
+    assert code == 0 and (folder / "mine.txt").read_text() == "keep me"
+    # Today's inputs by default: Enterprise HTML and wb_items_per_site, no 2020 CirrusSearch or Wikidata JSON dump.
+    names = sorted(p.name for p in folder.iterdir())
+    assert any(n.startswith("enwiki-NS0-") and n.endswith("-ENTERPRISE-HTML.json.tar.gz") for n in names), names
+    assert any(n.endswith("-wb_items_per_site.sql.gz") for n in names) and not any("cirrussearch" in n or n.startswith("latest-all") for n in names), names
     written = {path: path.stat().st_mtime_ns for path in folder.rglob("*")}
     # The same command again (the README's line, rerun): the folder holds this very sample, so nothing is written.
     code, output = run(capsys, "sample", str(folder), "--docs-per-lang", "50", "--langs", "en", "--broken")

@@ -177,6 +177,9 @@ def test_every_runnable_block_runs_as_written(tmp_path):
             failures.append(f"{block.where} ({block.lang}) exited {result.returncode}:\n{block.code}\n--- output ---\n{(result.stdout + result.stderr)[-3000:]}")
         if number == 0:
             assert not failures, failures[0]
+            again = _run_block(block, folder, env)  # "Run it again and every stage is skipped"
+            skipped = set(re.findall(r"(\w+): up to date, skipped", again.stderr))
+            assert again.returncode == 0 and len(skipped) == 8 and not re.search(r"\w+: running", again.stderr), again.stderr[-2000:]
             (folder / "out").symlink_to("demo/out", target_is_directory=True)  # the pages' "out/" is the demo build
             _download_part_of(folder / "out", folder, env)
     assert not failures, "\n\n".join(failures)

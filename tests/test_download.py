@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
+import signal
 import socket
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -13,7 +18,7 @@ import pytest
 from local_http import QuietHandler, serve
 
 from clirmatrix.cli import main
-from clirmatrix.pipeline.tools.download import DownloadError, Index, UnsafePathError, Wanted, download, fetch, load_index, plan
+from clirmatrix.pipeline.tools.download import DownloadError, Index, MismatchError, Stop, Stopped, UnsafePathError, Wanted, download, fetch, load_index, plan
 
 PATH = "BI-139/base/en/en.de.dev.base.jl.gz"
 BODY = gzip.compress(b"".join(orjson.dumps({"src_id": str(i), "src_query": f"q{i}", "tgt_results": [[str(i), 6], ["9", 0]]}) + b"\n" for i in range(3000)), mtime=0)
@@ -22,7 +27,7 @@ HTML = b"<!DOCTYPE html><html><head><title>404 Not Found</title></head><body>gon
 
 
 class Server:
-    """Serves ``files``; per path a list of behaviours consumed one per request: ok, drop, 500, html."""
+    """Serves ``files``; per path a list of behaviours consumed one per request: ok, drop, 500, html; ``rate``: bytes/s of every body."""
 
     def __init__(self, ranges: bool = True) -> None:
         self.files: dict[str, bytes] = {}
@@ -31,6 +36,8 @@ class Server:
         self.requests: list[tuple[str, str | None]] = []
         self.conditional: list[str | None] = []  # If-None-Match of each request
         self.stale_304 = False  # answer 304 to any conditional request, as a server with a stale validator does
+        self.rate: int | None = None  # throttle every file body (not the index) to this many bytes a second
+        self.hanging = threading.Event()  # set: a "hang" ends
         server = self
 
         class Handler(QuietHandler):
@@ -62,10 +69,10 @@ class Server:
                 if status == 206:
                     self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
                 self.end_headers()
-                if what == "stall":  # half the body, then nothing for longer than the client waits
+                if what in ("stall", "hang"):  # half the body, then nothing for longer than the client waits (hang: for a minute)
                     self.wfile.write(body[start : start + (len(body) - start) // 2])
                     self.wfile.flush()
-                    time.sleep(1.5)
+                    server.hanging.wait(1.5 if what == "stall" else 60)
                     return
                 if what == "trickle":  # the whole body, slowly: throttled, never stalled
                     for at in range(start, len(body), 4096):
@@ -78,6 +85,8 @@ class Server:
                     self.wfile.flush()
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
+                if server.rate and path != "downloads.json.gz":
+                    return self._trickle(body[start:], server.rate, step=1024)
                 self.wfile.write(body[start:])
 
         self.httpd, self.url = serve(Handler)
@@ -94,6 +103,7 @@ def server():
 
     yield make
     for one in made:
+        one.hanging.set()
         one.httpd.shutdown()
 
 
@@ -125,6 +135,34 @@ def test_a_stalled_server_times_out_and_resumes_and_a_throttled_one_just_takes_l
     assert (tmp_path / PATH).read_bytes() == BODY and _leftovers(tmp_path) == [PATH]
     assert [r for _, r in srv.requests] == [None, f"bytes={len(BODY) // 2}-"]  # the stalled half kept, the rest trickled
     assert sum(seen) == len(BODY) and len(seen) > 2
+
+
+def test_a_stop_wakes_a_read_waiting_on_a_stalled_server_and_keeps_what_arrived(server, tmp_path):
+    """Stop hangs up on the connection: the read returns at once, not after the minute's timeout; the part stays to resume."""
+    srv = server()
+    srv.behaviour[PATH] = ["hang"]
+    stop = Stop()
+    part = tmp_path / "BI-139/base/en/.en.de.dev.base.jl.gz.part"
+    threading.Thread(target=lambda: (_wait_for(lambda: part.is_file() and part.stat().st_size > 0), stop.set()), daemon=True).start()
+    began = time.monotonic()
+    with pytest.raises(Stopped):
+        fetch(_wanted(srv.url), tmp_path, timeout=60, stop=stop)
+    assert time.monotonic() - began < 5 and part.stat().st_size == len(BODY) // 2 and not (tmp_path / PATH).exists()
+    # A part already whole (stopped while it was being verified) is verified without a request, then named.
+    part.write_bytes(BODY)
+    asked = len(srv.requests)
+    assert fetch(_wanted(srv.url), tmp_path) == "fetched" and len(srv.requests) == asked and (tmp_path / PATH).read_bytes() == BODY
+    (tmp_path / PATH).unlink()
+    part.write_bytes(BODY[::-1])  # whole, but not the file: refused and removed
+    with pytest.raises(MismatchError):
+        fetch(_wanted(srv.url), tmp_path)
+    assert not part.exists()
+
+
+def _wait_for(condition, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def test_a_server_error_then_success_and_a_rerun_skips(server, tmp_path):
@@ -316,7 +354,7 @@ def test_without_an_index_the_command_refuses_unless_no_index_then_reads_every_f
     assert main([*args, "--no-index"]) == 1  # the cut file is never reported fetched
     err = capsys.readouterr().err
     assert "damaged gzip stream" in err and OTHER in err
-    assert _leftovers(to) == [PATH] and (to / PATH).read_bytes() == BODY and not (to / "downloads.json.gz").exists()
+    assert _leftovers(to) == [PATH] and (to / PATH).read_bytes() == BODY and not (to / "downloads.json.gz").exists(), err
 
     (to / OTHER).write_bytes(BODY[:10_000])  # a damaged file left in place is not "already there"
     srv.files[OTHER] = BODY
@@ -389,3 +427,43 @@ def test_a_file_the_server_lacks_fails_and_leaves_no_empty_folder(server, tmp_pa
     to = tmp_path / "got"
     assert main(["download", "docs", "--tgt", "de", "--to", str(to), "--base-url", srv.url]) == 1
     assert "HTTP 404" in capsys.readouterr().err and not (to / "DOCS").exists()
+
+
+def test_ctrl_c_stops_the_download_command_at_once_and_a_rerun_resumes_with_range(server, tmp_path):
+    """The real command in its own process against a throttled release server; one SIGINT once bytes have arrived."""
+    srv = server()
+    paths = [f"BI-139/base/en/en.{tgt}.dev.base.jl.gz" for tgt in ("de", "fr", "es")]
+    _serve_index(srv, {path: BODY for path in paths})
+    srv.rate = 5_000  # about 5 s a file
+    to = tmp_path / "got"
+    command = [sys.executable, "-m", "clirmatrix.cli", "download", "bi139-base", "--src", "en", "--tgt", "de,fr,es", "--split", "dev",
+               "--to", str(to), "--base-url", srv.url]
+    env = {**os.environ, "CLIRMATRIX_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+
+    def parts() -> dict[str, int]:
+        return {str(p.relative_to(to)): p.stat().st_size for p in to.rglob(".*.part")} if to.is_dir() else {}
+
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 20
+    while not (len(parts()) == 3 and all(parts().values())):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=10)
+    text = (out + err).decode()
+    assert process.returncode == 130 and time.monotonic() - sent < 2.0 and "Traceback" not in text, text
+    # One line: the kept parts (an entry point that shows a KeyboardInterrupt's notes), or click's "aborted".
+    said = [line for line in text.splitlines() if line.startswith(("interrupted", "aborted"))]
+    assert said in ([f"interrupted: kept 3 partial files (.part) in {to}; run the same command again to resume"], ["aborted"]), text
+    kept = parts()
+    assert len(kept) == 3 and all(0 < size < len(BODY) for size in kept.values()) and not (to / PATH).exists()
+    srv.rate = None
+    asked = len(srv.requests)
+    again = subprocess.run(command, capture_output=True, env=env, timeout=60)
+    assert again.returncode == 0, again.stderr.decode()
+    for path in paths:
+        ranges = [r for p, r in srv.requests[asked:] if p == path]
+        assert ranges == [f"bytes={kept[str(Path(path).parent / ('.' + Path(path).name + '.part'))]}-"], (path, ranges)
+        assert (to / path).read_bytes() == BODY
+    assert not parts()

@@ -14,7 +14,9 @@ Every body is checked: an HTML page or a body much smaller than expected is an
 error (the official server answered with a 199-byte error page for weeks), then
 size and md5. Downloads go to a hidden ``.part`` file that a retry resumes with an
 HTTP Range request when the server allows, and restarts otherwise; the file gets
-its name only once verified. A file already present and verified is skipped. The
+its name only once verified. A file already present and verified is skipped. Ctrl-C
+stops every transfer within a chunk (``Stop``), keeps the ``.part`` files for the
+next run to resume, and raises ``Interrupted`` saying so. The
 base URL may be a mirror, a local folder or a ``file://`` URL (a build made by
 ``clirmatrix build``); a ``--base-url`` given by the user wins over the URLs an
 index names, and a build's ``file://`` URLs are always read beside its index.
@@ -28,10 +30,15 @@ import hashlib
 import http.client
 import os
 import posixpath
+import signal
+import socket
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -40,7 +47,7 @@ import orjson
 
 from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.errors import InputError, InvalidInputError
-from clirmatrix.pipeline.io.localio import atomic_write, md5_of
+from clirmatrix.pipeline.io.localio import atomic_write
 from clirmatrix.pipeline.method.languages import BI139_LANGUAGES, MULTI8_LANGUAGES, check_langs
 from clirmatrix.pipeline.output import layout
 from clirmatrix.pipeline.output.jsonl import MalformedRecordError, iter_lines, parse_doc, parse_query
@@ -346,7 +353,7 @@ def _looks_like_html(head: bytes) -> bool:
     return start.startswith((b"<!doctype html", b"<html", b"<head", b"<body", b"<?xml"))
 
 
-def check_content(path: Path, released_path: str) -> int:
+def check_content(path: Path, released_path: str, stop: Stop | None = None) -> int:
     """Read a released file whole as its format; returns its records, or DownloadError naming the line.
 
     What verifies a file when no md5 is known: the gzip stream must end with its trailer
@@ -362,12 +369,14 @@ def check_content(path: Path, released_path: str) -> int:
         for number, line in iter_lines(path, gzipped=released_path.endswith(".gz")):
             parse(line, released_path, number)
             records += 1
+            if stop is not None and records % 10_000 == 0:
+                stop.check(released_path)
     except MalformedRecordError as error:
         raise DownloadError(f"{error} (no md5 to check it against; the file is damaged or not what the server should send)") from None
     return records
 
 
-def check_stream(path: Path, name: str) -> int:
+def check_stream(path: Path, name: str, stop: Stop | None = None) -> int:
     """Read a gzip or bz2 file whole to its last trailer; returns its uncompressed bytes, or DownloadError naming it.
 
     What verifies a dump the site publishes no checksum of (Enterprise HTML, CirrusSearch):
@@ -385,43 +394,47 @@ def check_stream(path: Path, name: str) -> int:
         with opener(path, "rb") as stream:
             while chunk := stream.read(CHUNK * 8):
                 total += len(chunk)
+                if stop is not None:
+                    stop.check(name)
     except (OSError, EOFError, ValueError) as error:
         raise DownloadError(f"{name}: the compressed stream is damaged or cut short after {total:,} bytes ({error})") from None
     return total
 
 
-def _checksum_of(path: Path, wanted: Wanted) -> str:
-    """The file's checksum in the kind ``wanted.checksum`` names."""
+def _checksum_of(path: Path, wanted: Wanted, stop: Stop | None = None) -> str:
+    """The file's checksum in the kind ``wanted.checksum`` names (a stop is seen between chunks: files run to hundreds of GB)."""
+    digest = hashlib.sha1() if wanted.sha1 else hashlib.md5()
     with open(path, "rb") as handle:
-        if wanted.sha1:
-            digest = hashlib.sha1()
-            while chunk := handle.read(CHUNK * 8):
-                digest.update(chunk)
-            return f"sha1 {digest.hexdigest()}"
-        return f"md5 {md5_of(handle, CHUNK)}"
+        while chunk := handle.read(CHUNK * 8):
+            digest.update(chunk)
+            if stop is not None:
+                stop.check(wanted.path)
+    return f"{'sha1' if wanted.sha1 else 'md5'} {digest.hexdigest()}"
 
 
-def _read_whole(path: Path, wanted: Wanted) -> None:
+def _read_whole(path: Path, wanted: Wanted, stop: Stop | None = None) -> None:
     if wanted.content == "stream":
-        check_stream(path, wanted.path)
+        check_stream(path, wanted.path, stop)
     else:
-        check_content(path, wanted.path)
+        check_content(path, wanted.path, stop)
 
 
-def verified(path: Path, wanted: Wanted) -> bool:
+def verified(path: Path, wanted: Wanted, stop: Stop | None = None) -> bool:
     """Whether a file on disk is the wanted one: by size, then checksum; without one, by reading it whole."""
     if not path.is_file() or (wanted.size is not None and path.stat().st_size != wanted.size):
         return False
     if wanted.checksum is not None:
-        return _checksum_of(path, wanted) == wanted.checksum.lower()
+        return _checksum_of(path, wanted, stop) == wanted.checksum.lower()
     try:
-        _read_whole(path, wanted)
+        _read_whole(path, wanted, stop)
+    except Stopped:
+        raise
     except DownloadError:
         return False
     return True
 
 
-def _check(part: Path, wanted: Wanted) -> None:
+def _check(part: Path, wanted: Wanted, stop: Stop | None = None) -> None:
     size = part.stat().st_size
     with open(part, "rb") as handle:
         head = handle.read(512)
@@ -430,10 +443,10 @@ def _check(part: Path, wanted: Wanted) -> None:
     if wanted.size is not None and size != wanted.size:
         hint = ": probably an error page" if size < wanted.size // 10 else ""
         raise MismatchError(f"{wanted.url} sent {size:,} bytes, expected {wanted.size:,}{hint}")
-    if wanted.checksum is not None and (got := _checksum_of(part, wanted)) != wanted.checksum.lower():
+    if wanted.checksum is not None and (got := _checksum_of(part, wanted, stop)) != wanted.checksum.lower():
         raise MismatchError(f"{wanted.url}: {got} does not match the published {wanted.checksum}")
     if wanted.checksum is None:
-        _read_whole(part, wanted)
+        _read_whole(part, wanted, stop)
 
 
 class _Retry(Exception):
@@ -460,7 +473,132 @@ def retry_after(value: str | None) -> float | None:
     return min(max(when.timestamp() - time.time(), 0.0), MAX_RETRY_AFTER)
 
 
-def _attempt(wanted: Wanted, part: Path, progress: Callable[[int], None], timeout: float) -> None:
+# --- stopping: Ctrl-C ---------------------------------------------------------------------------
+
+
+class Stopped(DownloadError):
+    """A transfer or a check that ended because the command was stopped; what arrived is kept to resume."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a download within a chunk; ``kept``: the ``.part`` files a rerun resumes (a KeyboardInterrupt, as Ctrl-C is)."""
+
+    def __init__(self, folder: str | Path, kept: Sequence[Path] = ()) -> None:
+        self.folder, self.kept = Path(folder), list(kept)
+        count = len(self.kept)
+        what = (f"kept {count} partial file{'' if count == 1 else 's'} (.part) in {self.folder}; run the same command again to resume" if count
+                else f"nothing had arrived, nothing kept in {self.folder}; run the same command again")
+        super().__init__(f"interrupted: {what}")
+        self.add_note(what)  # what a command line that reports a KeyboardInterrupt's notes shows after "interrupted"
+
+
+class Stop:
+    """One Ctrl-C shared by every transfer of a command, seen between chunks; ``set`` also wakes a read waiting on the network.
+
+    A read blocks until bytes come or its timeout (a minute) passes: ``set`` shuts the
+    connections in flight down, so their reads return at once and no transfer outlives a chunk.
+    """
+
+    def __init__(self) -> None:
+        self._event, self._lock, self._open = threading.Event(), threading.Lock(), set()
+        self.is_set = self._event.is_set
+        self.wait = self._event.wait  # sleep, cut short by a stop (the waits between attempts)
+
+    def check(self, what: str) -> None:
+        if self._event.is_set():
+            raise Stopped(f"{what}: stopped")
+
+    def set(self) -> None:
+        with self._lock:
+            self._event.set()
+            for response in self._open:
+                _hang_up(response)
+
+    @contextmanager
+    def watching(self, response: object) -> Iterator[None]:
+        """While a response is read: hung up on when stopped (at once, if already)."""
+        with self._lock:
+            self._open.add(response)
+            if self._event.is_set():
+                _hang_up(response)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._open.discard(response)
+
+
+def _hang_up(response: object) -> None:
+    """Shut a response's connection down through a copy of its socket (the reader's own object is left to its thread)."""
+    try:
+        copy = os.dup(response.fileno())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return  # already closed
+    try:
+        with socket.socket(fileno=copy) as connection, suppress(OSError):
+            connection.shutdown(socket.SHUT_RDWR)
+    except OSError:  # not a socket (a local file, read to its end at once): the copy is still ours to close
+        os.close(copy)
+
+
+def run_stoppable(work: Callable, groups: Sequence[Sequence], workers: int, stop: Stop, interrupted: Callable[[], Interrupted],
+                  grace: float = 1.0) -> list[list]:
+    """``work`` on every item, ``workers`` threads for each group (a host); results in the groups' order.
+
+    On Ctrl-C ``stop`` is set and the threads get ``grace`` seconds to end (they end within
+    a chunk; a further Ctrl-C meanwhile is ignored, so no traceback comes of it); then, as
+    when the caller set ``stop``, ``interrupted()`` is raised. The threads are daemons: one
+    still waiting to connect cannot hold the process, and once stopped it writes nothing.
+    """
+    results: list[list] = [[None] * len(group) for group in groups]
+    failures: list[BaseException] = []
+
+    def worker(number: int, todo: deque) -> None:
+        while not stop.is_set():
+            try:
+                index, item = todo.popleft()
+            except IndexError:
+                return
+            try:
+                results[number][index] = work(item)
+            except BaseException as error:  # a bug of ours: raised in the calling thread below
+                failures.append(error)
+                return
+
+    threads = []
+    for number, group in enumerate(groups):
+        todo = deque(enumerate(group))
+        threads += [threading.Thread(target=worker, args=(number, todo), daemon=True) for _ in range(min(max(1, workers), len(group)))]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    except KeyboardInterrupt:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if threading.current_thread() is threading.main_thread() else None
+        stop.set()
+        deadline = time.monotonic() + grace
+        try:
+            for thread in threads:
+                if thread.ident is not None:
+                    thread.join(max(0.0, deadline - time.monotonic()))
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+    if stop.is_set():  # Ctrl-C, or a stop the caller set
+        raise interrupted()
+    if failures:
+        raise failures[0]
+    return results
+
+
+def kept_parts(to_dir: Path, paths: Sequence[str]) -> list[Path]:
+    """The ``.part`` files of these files (paths relative to ``to_dir``) that are on disk."""
+    return [part for path in paths if (part := part_path(to_dir / path)).is_file()]
+
+
+def _attempt(wanted: Wanted, part: Path, progress: Callable[[int], None], timeout: float, stop: Stop) -> None:
+    stop.check(wanted.url)
     offset = part.stat().st_size if part.exists() else 0
     request = urllib.request.Request(wanted.url, headers={"Range": f"bytes={offset}-"} if offset else {})
     try:
@@ -477,7 +615,7 @@ def _attempt(wanted: Wanted, part: Path, progress: Callable[[int], None], timeou
         if wanted.url.startswith("file:"):  # a local file that is not there will not appear on retry
             raise DownloadError(reason) from None
         raise _Retry(reason) from None
-    with response:
+    with response, stop.watching(response):
         status = getattr(response, "status", None) or 200
         resumed = offset and status == 206
         if resumed and not (response.headers.get("Content-Range") or "").startswith(f"bytes {offset}-"):
@@ -488,13 +626,19 @@ def _attempt(wanted: Wanted, part: Path, progress: Callable[[int], None], timeou
         try:
             # read1: whatever has arrived, up to CHUNK, so that bytes received before a stall
             # or a drop are on disk for the Range request that resumes (read(CHUNK) waits for all of it).
+            # Every chunk written is the next bytes of the file: a stop between two leaves a part to resume.
             read = getattr(response, "read1", response.read)
-            with open(part, "ab" if resumed else "wb") as out:
-                while chunk := read(CHUNK):
+            with _FOLDERS:  # not while a failed file's empty folders are pruned: a folder this part shares may be going
+                part.parent.mkdir(parents=True, exist_ok=True)
+                out = open(part, "ab" if resumed else "wb")
+            with out:
+                while not stop.is_set() and (chunk := read(CHUNK)):
                     out.write(chunk)
                     progress(len(chunk))
-        except (http.client.IncompleteRead, ConnectionError, TimeoutError, OSError) as error:
+        except (http.client.IncompleteRead, ConnectionError, TimeoutError, OSError, ValueError) as error:
+            stop.check(wanted.url)  # the read Stop hung up on
             raise _Retry(f"{wanted.url}: connection dropped ({error.__class__.__name__})") from None
+        stop.check(wanted.url)
         expected = response.headers.get("Content-Length")
         if expected is not None and status in (200, 206):
             got = part.stat().st_size - (offset if resumed else 0)
@@ -508,31 +652,36 @@ def part_path(target: Path) -> Path:
 
 
 def fetch(wanted: Wanted, to_dir: Path, retries: int = 4, backoff: float = 1.0, timeout: float = 60.0,
-          sleep: Callable[[float], None] = time.sleep, progress: Callable[[int], None] = lambda n: None,
-          keep_partial: bool = False, skip_verified: bool = True) -> str:
+          sleep: Callable[[float], object] | None = None, progress: Callable[[int], None] = lambda n: None,
+          keep_partial: bool = False, skip_verified: bool = True, stop: Stop | None = None) -> str:
     """Fetch one file into ``to_dir``: ``"fetched"`` (checksum verified), ``"checked"`` (none: read whole) or ``"skipped"``.
 
     Waits between attempts double from ``backoff``, or are what the server's Retry-After
-    asks when that is longer. ``keep_partial`` keeps the bytes of a transfer that gave up
-    for a later run to resume (a body that fails verification is always removed).
+    asks when that is longer (``sleep``; by default a wait that ``stop`` cuts short).
+    ``keep_partial`` keeps the bytes of a transfer that gave up for a later run to resume
+    (a body that fails verification is always removed); a stopped one always keeps them,
+    and ``Stopped`` is raised.
     """
+    stop = stop or Stop()
+    wait = sleep or stop.wait
     target = to_dir / safe_relative(wanted.path, "target")
-    if skip_verified and verified(target, wanted):
+    if skip_verified and verified(target, wanted, stop):
         return "skipped"
     target.parent.mkdir(parents=True, exist_ok=True)
     part = part_path(target)
+    whole = part.exists() and wanted.size is not None and part.stat().st_size == wanted.size  # a run stopped while verifying it
     try:
-        for attempt in range(retries + 1):
+        for attempt in range(0 if whole else retries + 1):
             try:
-                _attempt(wanted, part, progress, timeout)
+                _attempt(wanted, part, progress, timeout, stop)
                 break
             except _Retry as reason:
                 if attempt == retries:
                     raise _GaveUp(f"{reason} (gave up after {retries + 1} attempts)") from None
-                sleep(max(backoff * 2**attempt, reason.after or 0.0))
-        _check(part, wanted)
+                wait(max(backoff * 2**attempt, reason.after or 0.0))
+        _check(part, wanted, stop)
     except DownloadError as error:
-        if not (keep_partial and isinstance(error, _GaveUp) and part.exists()):
+        if not (isinstance(error, Stopped) or keep_partial and isinstance(error, _GaveUp) and part.exists()):
             part.unlink(missing_ok=True)
             _prune_empty(target.parent, to_dir)
         raise
@@ -544,39 +693,45 @@ class _GaveUp(DownloadError):
     """Every attempt failed in transfer; what arrived is whole so far and may be resumed."""
 
 
+_FOLDERS = threading.Lock()  # between pruning empty folders and opening a part in one
+
+
 def _prune_empty(folder: Path, root: Path) -> None:
     """Remove the folders a failed file made, up to (not including) ``root``, while they are empty."""
-    root = root.resolve()
-    folder = folder.resolve()
-    while folder != root and root in folder.parents:
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent
+    root, folder = root.resolve(), folder.resolve()
+    with _FOLDERS:
+        while folder != root and root in folder.parents:
+            try:
+                folder.rmdir()
+            except OSError:
+                return
+            folder = folder.parent
 
 
-def download(files: Sequence[Wanted], to_dir: str | Path, jobs: int = 4, progress: Callable[[int], None] = lambda n: None, **options) -> DownloadReport:
-    """Fetch every file, ``jobs`` at a time; failures are collected, not raised."""
-    from concurrent.futures import ThreadPoolExecutor
-
+def download(files: Sequence[Wanted], to_dir: str | Path, jobs: int = 4, progress: Callable[[int], None] = lambda n: None,
+             stop: Stop | None = None, **options) -> DownloadReport:
+    """Fetch every file, ``jobs`` at a time; failures are collected, not raised. Ctrl-C raises Interrupted (parts kept)."""
     report = DownloadReport()
     to = Path(to_dir)
+    stop = stop or Stop()
 
     def one(wanted: Wanted) -> tuple[Wanted, str | DownloadError]:
         try:
-            return wanted, fetch(wanted, to, progress=progress, **options)
+            return wanted, fetch(wanted, to, progress=progress, stop=stop, **options)
         except DownloadError as error:
             return wanted, error
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for wanted, outcome in pool.map(one, files):
-            if isinstance(outcome, str):  # fetched, checked or skipped
-                getattr(report, outcome).append(wanted.path)
-                continue
-            report.failed.append((wanted.path, str(outcome)))
-            if isinstance(outcome, MismatchError):
-                report.mismatched.append(wanted.path)
+    def interrupted() -> Interrupted:
+        return Interrupted(to, kept_parts(to, [wanted.path for wanted in files]))
+
+    [outcomes] = run_stoppable(one, [list(files)], jobs, stop, interrupted)
+    for wanted, outcome in outcomes:
+        if isinstance(outcome, str):  # fetched, checked or skipped
+            getattr(report, outcome).append(wanted.path)
+            continue
+        report.failed.append((wanted.path, str(outcome)))
+        if isinstance(outcome, MismatchError):
+            report.mismatched.append(wanted.path)
     return report
 
 

@@ -12,13 +12,15 @@ rerun skips it without reading hundreds of GB again; a file changed since is ver
 
 Wikimedia caps dumps.wikimedia.org at 2 connections per IP: files are fetched at most
 ``connections`` at a time per host (mirrors have no cap: raise it there).
+
+Ctrl-C stops every transfer within a chunk (a read waiting on a slow mirror is woken),
+keeps the parts, and raises ``download.Interrupted``, which names how many were kept.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -27,7 +29,7 @@ from urllib.parse import urlparse
 import orjson
 
 from clirmatrix.pipeline.io.localio import atomic_write
-from clirmatrix.pipeline.tools.download import DownloadError, Wanted, fetch, part_path, verified
+from clirmatrix.pipeline.tools.download import DownloadError, Interrupted, Stop, Wanted, fetch, kept_parts, part_path, run_stoppable, verified
 from clirmatrix.pipeline.tools.dumps_site import OfferedFile
 
 DEFAULT_CONNECTIONS = 2  # per host: what Wikimedia asks of dump downloaders (mirrors have no cap)
@@ -71,7 +73,7 @@ def _stamp(target: Path, want: Wanted) -> dict:
     return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "inode": stat.st_ino, "checksum": want.checksum, "url": want.url if want.checksum is None else None}
 
 
-def is_verified(target: Path, want: Wanted) -> bool:
+def is_verified(target: Path, want: Wanted, stop: Stop | None = None) -> bool:
     """Whether a file was verified as this one and has not changed since (its stamp), else verified now (and stamped)."""
     if not target.is_file():
         return False
@@ -80,7 +82,7 @@ def is_verified(target: Path, want: Wanted) -> bool:
             return True
     except (OSError, orjson.JSONDecodeError):
         pass
-    if verified(target, want):  # there but not stamped (a copy made by hand, an older run): read it once
+    if verified(target, want, stop):  # there but not stamped (a copy made by hand, an older run): read it once
         write_stamp(target, want)
         return True
     return False
@@ -92,9 +94,13 @@ def write_stamp(target: Path, want: Wanted) -> None:
 
 
 def fetch_dumps(files: Sequence[OfferedFile], to_dir: str | Path, connections: int = DEFAULT_CONNECTIONS, watch: FetchWatch | None = None,
-                **options) -> FetchReport:
-    """Fetch every file into ``to_dir`` (flat, under its site name), ``connections`` at a time per host; failures are collected."""
+                stop: Stop | None = None, **options) -> FetchReport:
+    """Fetch every file into ``to_dir`` (flat, under its site name), ``connections`` at a time per host; failures are collected.
+
+    Ctrl-C (or ``stop``) raises ``Interrupted`` once the transfers in flight have ended, their parts kept.
+    """
     to = Path(to_dir)
+    stop = stop or Stop()
     to.mkdir(parents=True, exist_ok=True)
     watch = watch or _Quiet()
     report = FetchReport()
@@ -105,13 +111,16 @@ def fetch_dumps(files: Sequence[OfferedFile], to_dir: str | Path, connections: i
     def one(item: OfferedFile) -> tuple[OfferedFile, str]:
         want = wanted(item)
         target = to / item.name
-        if is_verified(target, want):
-            watch.finished(item, "skipped")
-            return item, "skipped"
+        try:
+            if is_verified(target, want, stop):
+                watch.finished(item, "skipped")
+                return item, "skipped"
+        except DownloadError as error:  # stopped while reading it
+            return item, f"failed: {error}"
         part = part_path(target)
         watch.started(item, part.stat().st_size if part.exists() else 0)
         try:
-            outcome = fetch(want, to, progress=lambda count: watch.advanced(item, count), keep_partial=True, skip_verified=False, **options)
+            outcome = fetch(want, to, progress=lambda count: watch.advanced(item, count), keep_partial=True, skip_verified=False, stop=stop, **options)
         except DownloadError as error:
             watch.finished(item, "failed")
             return item, f"failed: {error}"
@@ -119,15 +128,13 @@ def fetch_dumps(files: Sequence[OfferedFile], to_dir: str | Path, connections: i
         watch.finished(item, outcome)
         return item, outcome
 
-    def host(items: list[OfferedFile]) -> list[tuple[OfferedFile, str]]:
-        with ThreadPoolExecutor(max_workers=max(1, connections)) as pool:
-            return list(pool.map(one, items))
+    def interrupted() -> Interrupted:
+        return Interrupted(to, kept_parts(to, [item.name for item in files]))
 
-    with ThreadPoolExecutor(max_workers=max(1, len(by_host))) as hosts:
-        for results in hosts.map(host, by_host.values()):
-            for item, outcome in results:
-                if outcome.startswith("failed: "):
-                    report.failed.append((item.name, outcome.removeprefix("failed: ")))
-                else:
-                    getattr(report, outcome).append(item.name)
+    for results in run_stoppable(one, list(by_host.values()), connections, stop, interrupted):
+        for item, outcome in results:
+            if outcome.startswith("failed: "):
+                report.failed.append((item.name, outcome.removeprefix("failed: ")))
+            else:
+                getattr(report, outcome).append(item.name)
     return report

@@ -14,19 +14,27 @@ Where each kind lives and how the site says a dump is finished (docs/dumps.md):
   checksum is published (``fetch`` reads such a file whole to its gzip trailer).
 - Wikidata's JSON dump, ``wikidatawiki/entities/{run}/``: listed only once its
   ``md5sums.txt`` names it, which the dump writes after the file is whole.
+
+Folders are read by what their pages mean, not by one server's layout: a page is a
+listing when a heading says ``Index of`` the folder asked for (nginx, Apache and
+lighttpd all write one), its entries are the links to names inside that folder, and a
+size is taken as bytes only where the row gives it exactly; a rounded one (``1.2M``)
+is asked of the server with HEAD. Any other page answered in a folder's place (an error
+page with status 200, a login page, a captive portal) is refused naming its URL, never
+read as an empty folder; a folder with no runs in it is said to be so.
 """
 
 from __future__ import annotations
 
-import html
 import re
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote, urljoin, urlparse
 
 import orjson
 
@@ -98,8 +106,8 @@ XML_JOBS = ("articlesmultistreamdumprecombine", "articlesmultistreamdump", "arti
 TABLE_JOBS = {PAGE_PROPS: "pagepropstable", ITEMS_PER_SITE: "wbitemspersitetable"}
 RUNS_LOOKED_AT = 6  # runs of a wiki looked at, newest first, before saying it has no finished dump of a kind
 _RUN = re.compile(r"^\d{8}$")
-# nginx's autoindex: the name from href (the text is cut at 50 characters), the size is the line's last field.
-_LISTING_LINE = re.compile(r'<a href="(?P<href>[^"]+)">.*?</a>\s+\d{2}-\w{3}-\d{4} \d{2}:\d{2}\s+(?P<size>\d+|-)')
+_INDEX_OF = re.compile(r"^\s*(?:Index of|Directory listing for)\s+(?P<path>\S.*?)\s*$", re.IGNORECASE)
+_TIME = re.compile(r"^\d{1,2}:\d{2}(?::\d{2})?$")  # a row's time of day: its size, when exact, is the next field
 _XML_FILE = re.compile(r"-pages-articles(?:-multistream)?\d*\.xml(?:-p\d+p\d+)?\.bz2$")
 
 
@@ -131,11 +139,17 @@ class Site:
         if self.local:
             local = Path(urllib.request.url2pathname(urlparse(url).path))
             return local.read_bytes() if local.is_file() else None
+        body = self._ask(urllib.request.Request(url), lambda response: response.read())
+        return body if isinstance(body, bytes) else None
+
+    def _ask(self, request: urllib.request.Request, read: Callable) -> object:
+        """``read(response)`` of a request, retried as ``fetch`` retries; None when the site has no such file (404, 410)."""
+        url = request.full_url
         for attempt in range(self.retries + 1):
             self.requests += 1
             try:
-                with urllib.request.urlopen(url, timeout=self.timeout) as response:
-                    return response.read()
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    return read(response)
             except urllib.error.HTTPError as error:
                 if error.code in (404, 410):
                     return None
@@ -148,28 +162,35 @@ class Site:
                 self.sleep(2.0**attempt)
         raise AssertionError("unreachable")
 
-    def entries(self, folder: str) -> dict[str, int | None]:
-        """A folder's entries: name -> size in bytes (None for a subfolder, whose name ends in ``/``); empty if absent."""
-        folder = folder.rstrip("/") + "/"
+    def listing(self, folder: str) -> dict[str, int | None] | None:
+        """A folder's entries: name -> size in bytes (None for a subfolder, ending in ``/``, or a size not given exactly); None if absent.
+
+        SiteError naming the URL when the page in its place is not a listing of it.
+        """
+        folder = folder.strip("/") + "/" if folder.strip("/") else ""
         if self.local:
             local = Path(urllib.request.url2pathname(urlparse(self.url(folder)).path))
             if not local.is_dir():
-                return {}
+                return None
             return {entry.name + "/" if entry.is_dir() else entry.name: None if entry.is_dir() else entry.stat().st_size
                     for entry in sorted(local.iterdir(), key=lambda e: e.name)}
         page = self.get(folder)
-        if page is None:
-            return {}
-        text = page.decode("utf-8", "replace")
-        if "<a href=" not in text and text.strip():
-            raise SiteError(f"{self.url(folder)}: not a directory listing")
-        found = {}
-        for match in _LISTING_LINE.finditer(text):
-            name = unquote(html.unescape(match["href"]))
-            if name.startswith(("../", "/", "?")) or "/" in name.rstrip("/"):
-                continue
-            found[name] = None if match["size"] == "-" else int(match["size"])
-        return found
+        return None if page is None else read_listing(page, self.url(folder), folder)
+
+    def entries(self, folder: str) -> dict[str, int | None]:
+        """``listing``, empty where the folder is absent."""
+        return self.listing(folder) or {}
+
+    def size(self, path: str) -> int | None:
+        """A file's exact size: its Content-Length (HEAD), for a listing that shows it rounded; None if not given."""
+        if self.local:
+            local = Path(urllib.request.url2pathname(urlparse(self.url(path)).path))
+            return local.stat().st_size if local.is_file() else None
+        try:
+            length = self._ask(urllib.request.Request(self.url(path), method="HEAD"), lambda response: response.headers.get("Content-Length"))
+        except SiteError:  # a server that refuses HEAD: the size stays unknown (fetch then goes by the checksum)
+            return None
+        return int(length) if isinstance(length, str) and length.isdigit() else None
 
     def json(self, path: str) -> dict | None:
         data = self.get(path)
@@ -187,6 +208,8 @@ class Site:
     def checksums(self, path: str) -> dict[str, str]:
         """A ``md5sums.txt`` / ``sha1sums.txt`` file: name -> hex digest (``<hex>  <name>`` lines); empty if absent."""
         data = self.get(path)
+        if data and data.lstrip()[:1] == b"<":  # a page in its place would read as "names nothing": say what it is
+            raise SiteError(f"{self.url(path)} is an HTML page, not the checksum list the site publishes there")
         sums = {}
         for line in (data or b"").decode("utf-8", "replace").splitlines():
             digest, _, name = line.partition("  ")
@@ -195,10 +218,108 @@ class Site:
         return sums
 
 
+class _Page(HTMLParser):
+    """An HTML page as a listing reads it: its headings (title, h1, h2), and each link with the text after it on its row."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.headings: list[str] = []
+        self.links: list[tuple[str, str]] = []
+        self._heading: list[str] | None = None
+        self._link: tuple[str, list[str]] | None = None  # (href, the row's text after the link) while its row lasts
+        self._in_link = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("title", "h1", "h2"):
+            self._heading = []
+        elif tag == "a":
+            self._end_row()
+            href = dict(attrs).get("href")
+            if href:
+                self._link, self._in_link = (href, []), True
+        elif tag in ("tr", "li", "br", "hr"):
+            self._end_row()
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("title", "h1", "h2") and self._heading is not None:
+            self.headings.append("".join(self._heading))
+            self._heading = None
+        elif tag == "a":
+            self._in_link = False
+        elif tag in ("tr", "li", "pre", "table", "ul", "body"):
+            self._end_row()
+
+    def handle_data(self, data: str) -> None:
+        if self._heading is not None:
+            self._heading.append(data)
+        if self._link is not None and not self._in_link:
+            line, newline, _ = data.partition("\n")
+            self._link[1].append(line)
+            if newline:  # a <pre> listing: one entry a line
+                self._end_row()
+
+    def _end_row(self) -> None:
+        if self._link is not None:
+            self.links.append((self._link[0], "".join(self._link[1])))
+        self._link, self._in_link = None, False
+
+
+def _exact_size(row: str) -> int | None:
+    """The size in bytes a listing row gives after its time of day, if it gives it exactly (not ``44K``, ``1.2M``, ``-``)."""
+    fields = row.split()
+    times = [number for number, value in enumerate(fields) if _TIME.match(value)]
+    after = fields[times[-1] + 1 :] if times else []
+    return int(after[0]) if after and after[0].isdigit() else None
+
+
+def read_listing(page: bytes, url: str, folder: str) -> dict[str, int | None]:
+    """A folder's entries from the page a server answers for it (nginx, Apache or lighttpd, or any page headed ``Index of`` it).
+
+    The page must be headed ``Index of PATH`` where PATH ends with the folder asked for
+    (a mirror may serve the site below a prefix); its entries are the links to names
+    directly inside that folder, wherever the server puts them. Anything else is
+    SiteError naming the URL.
+    """
+    parsed = _Page()
+    parsed.feed(page.decode("utf-8", "replace"))
+    parsed.close()
+    paths = [match["path"].rstrip("/") for heading in parsed.headings if (match := _INDEX_OF.match(heading))]
+    want = "/" + folder.strip("/") if folder.strip("/") else ""
+    if not paths:
+        title = next((" ".join(h.split()) for h in parsed.headings if h.strip()), "")
+        raise SiteError(f"{url}: not a directory listing (" + (f"a page titled {title!r}" if title else "a page without an 'Index of' heading")
+                        + ": an error or login page?); check --mirror, or try again later")
+    if not any(unquote(path).endswith(want) for path in paths):
+        raise SiteError(f"{url}: the page lists {paths[0]!r}, not {want or '/'}; check --mirror")
+    base = urlparse(url)
+    found: dict[str, int | None] = {}
+    for href, row in parsed.links:
+        target = urlparse(urljoin(url, href))
+        if target.query or target.fragment or (target.scheme, target.netloc) != (base.scheme, base.netloc):
+            continue  # a sort order, an anchor, another site
+        rest = unquote(target.path)[len(unquote(base.path)):] if unquote(target.path).startswith(unquote(base.path)) else ""
+        if rest and "/" not in rest.rstrip("/"):  # directly inside: not the parent, the folder itself, or deeper
+            found[rest] = None if rest.endswith("/") else _exact_size(row)
+    return found
+
+
 def runs_of(entries: dict[str, int | None], date: str) -> list[str]:
     """The run folders of a listing, newest first, on or before ``date`` (``latest``: all)."""
     runs = sorted((name.rstrip("/") for name in entries if name.endswith("/") and _RUN.match(name.rstrip("/"))), reverse=True)
     return [run for run in runs if date == "latest" or run <= date]
+
+
+def dated_runs(site: Site, folder: str, date: str) -> tuple[list[str], str | None]:
+    """The runs of a folder, newest first, on or before ``date``; with none, why not (the folder is absent, lists no runs, ...)."""
+    url = site.url(folder.strip("/") + "/")
+    entries = site.listing(folder)
+    if entries is None:
+        return [], f"{url} is not there (404)"
+    every = runs_of(entries, "latest")
+    if not every:
+        return [], f"{url} lists no YYYYMMDD/ run folder"
+    runs = runs_of(entries, date)
+    return runs, None if runs else f"{url} has no run on or before {date} (the oldest is {every[-1]})"
 
 
 # --- each kind ---------------------------------------------------------------------------------
@@ -233,13 +354,12 @@ def _wiki_job_files(site: Site, db: str, run: str, status: dict, job_names: Sequ
     return None, unfinished
 
 
-def wiki_dump(site: Site, db: str, lang: str | None, kind: str, date: str, notes: list[str]) -> list[OfferedFile]:
-    """The files of the newest finished MediaWiki dump of ``kind`` (XML, page_props, wb_items_per_site) of a wiki."""
+def wiki_dump(site: Site, db: str, lang: str | None, kind: str, date: str, notes: list[str], why: list[str] | None = None) -> list[OfferedFile]:
+    """The files of the newest finished MediaWiki dump of ``kind`` (XML, page_props, wb_items_per_site) of a wiki; none: why, into ``why``."""
     job_names, keep = (XML_JOBS, lambda name: bool(_XML_FILE.search(name))) if kind == XML else ((TABLE_JOBS[kind],), lambda name: True)
-    for number, run in enumerate(runs_of(site.entries(f"{db}/"), date)):
-        if number == RUNS_LOOKED_AT:
-            break
-        status = site.json(f"{db}/{run}/dumpstatus.json")
+    runs, reason = dated_runs(site, f"{db}/", date)
+    for run in runs[:RUNS_LOOKED_AT]:
+        status = site.json(f"{db}/{run}/dumpstatus.json")  # the site's own word on each job: preferred to any listing
         if status is None:
             continue  # a run folder without a status yet: just begun
         files, unfinished = _wiki_job_files(site, db, run, status, job_names, keep, kind, lang)
@@ -247,44 +367,56 @@ def wiki_dump(site: Site, db: str, lang: str | None, kind: str, date: str, notes
             return files
         if unfinished:
             notes.append(f"{db} {run}: {kind} not offered ({unfinished}); looking at older runs")
+    if why is not None:
+        why.append(reason or f"no finished {kind} job in the {min(len(runs), RUNS_LOOKED_AT)} newest runs of {site.url(db + '/')}")
     return []
 
 
-def listed_runs(site: Site, folder: str, date: str) -> list[tuple[str, dict[str, int | None]]]:
-    """(run, its entries) of a dated folder of listings, newest first, at most ``RUNS_LOOKED_AT``."""
-    return [(run, site.entries(f"{folder}/{run}/")) for run in runs_of(site.entries(folder), date)[:RUNS_LOOKED_AT]]
+def listed_runs(site: Site, folder: str, date: str) -> tuple[list[tuple[str, dict[str, int | None]]], str | None]:
+    """((run, its entries) of a dated folder of listings, newest first, at most ``RUNS_LOOKED_AT``; why there are none)."""
+    runs, reason = dated_runs(site, folder, date)
+    return [(run, site.entries(f"{folder}/{run}/")) for run in runs[:RUNS_LOOKED_AT]], reason
 
 
-def enterprise_dumps(site: Site, dbs: dict[str, str], date: str) -> dict[str, OfferedFile]:
-    """Per language the newest Enterprise HTML dump of its articles (namespace 0), md5 from its STATS file."""
+def _sized(site: Site, path: str, listed: int | None) -> int | None:
+    """The size the listing gives exactly, else the server's Content-Length (Apache and lighttpd round sizes: ``1.2M``)."""
+    return listed if listed is not None else site.size(path)
+
+
+def enterprise_dumps(site: Site, dbs: dict[str, str], date: str) -> tuple[dict[str, OfferedFile], str | None]:
+    """Per language the newest Enterprise HTML dump of its articles (namespace 0), md5 from its STATS file; why there are none at all."""
     found: dict[str, OfferedFile] = {}
-    for run, entries in listed_runs(site, "other/enterprise_html/runs", date):
+    runs, reason = listed_runs(site, "other/enterprise_html/runs", date)
+    for run, entries in runs:
         for lang, db in dbs.items():
             name = f"{db}-NS0-{run}-ENTERPRISE-HTML.json.tar.gz"
-            if lang in found or entries.get(name) is None:
+            if lang in found or name not in entries:
                 continue
             stats_name = f"{db}-NS0-{run}-ENTERPRISE-STATS.json"
             stats = site.json(f"other/enterprise_html/runs/{run}/{stats_name}") if stats_name in entries else None
             md5 = stats.get("md5sum") if stats else None
-            found[lang] = OfferedFile(name, site.url(f"other/enterprise_html/runs/{run}/{name}"), HTML, lang, run, entries[name],
-                                      md5 if isinstance(md5, str) else None)
-    return found
+            path = f"other/enterprise_html/runs/{run}/{name}"
+            found[lang] = OfferedFile(name, site.url(path), HTML, lang, run, _sized(site, path, entries[name]), md5 if isinstance(md5, str) else None)
+    return found, reason
 
 
-def cirrus_dumps(site: Site, dbs: dict[str, str], date: str) -> dict[str, OfferedFile]:
-    """Per language the newest CirrusSearch content dump (no checksum is published for these)."""
+def cirrus_dumps(site: Site, dbs: dict[str, str], date: str) -> tuple[dict[str, OfferedFile], str | None]:
+    """Per language the newest CirrusSearch content dump (no checksum is published for these); why there are none at all."""
     found: dict[str, OfferedFile] = {}
-    for run, entries in listed_runs(site, "other/cirrussearch", date):
+    runs, reason = listed_runs(site, "other/cirrussearch", date)
+    for run, entries in runs:
         for lang, db in dbs.items():
             name = f"{db}-{run}-cirrussearch-content.json.gz"
-            if lang not in found and entries.get(name) is not None:
-                found[lang] = OfferedFile(name, site.url(f"other/cirrussearch/{run}/{name}"), CIRRUS, lang, run, entries[name])
-    return found
+            if lang not in found and name in entries:
+                path = f"other/cirrussearch/{run}/{name}"
+                found[lang] = OfferedFile(name, site.url(path), CIRRUS, lang, run, _sized(site, path, entries[name]))
+    return found, reason
 
 
-def wikidata_json_dump(site: Site, date: str, notes: list[str]) -> OfferedFile | None:
-    """The newest Wikidata JSON dump whose run's md5sums name it (written once the file is whole)."""
-    for run, entries in listed_runs(site, "wikidatawiki/entities", date):
+def wikidata_json_dump(site: Site, date: str, notes: list[str], why: list[str] | None = None) -> OfferedFile | None:
+    """The newest Wikidata JSON dump whose run's md5sums name it (written once the file is whole); none: why, into ``why``."""
+    runs, reason = listed_runs(site, "wikidatawiki/entities", date)
+    for run, entries in runs:
         name = f"wikidata-{run}-all.json.gz"
         if name not in entries:
             continue
@@ -293,11 +425,17 @@ def wikidata_json_dump(site: Site, date: str, notes: list[str]) -> OfferedFile |
             notes.append(f"wikidata {run}: {name} not offered (its md5sums do not name it yet: still being written)")
             continue
         sha1 = site.checksums(f"wikidatawiki/entities/{run}/wikidata-{run}-sha1sums.txt").get(name)
-        return OfferedFile(name, site.url(f"wikidatawiki/entities/{run}/{name}"), WIKIDATA_JSON, None, run, entries[name], md5, sha1)
+        path = f"wikidatawiki/entities/{run}/{name}"
+        return OfferedFile(name, site.url(path), WIKIDATA_JSON, None, run, _sized(site, path, entries[name]), md5, sha1)
+    if why is not None:
+        why.append(reason or f"no finished all.json.gz in the {len(runs)} newest runs of {site.url('wikidatawiki/entities/')}")
     return None
 
 
 # --- the listing -------------------------------------------------------------------------------
+
+DOCUMENT_KINDS = (CIRRUS, HTML, XML)
+_KIND_NAMES = {HTML: "Enterprise HTML", CIRRUS: "CirrusSearch", XML: "XML"}
 
 
 def list_dumps(langs: Sequence[str], date: str = "latest", mirror: str = DEFAULT_MIRROR, source: str = "auto", links: str = "auto",
@@ -307,6 +445,8 @@ def list_dumps(langs: Sequence[str], date: str = "latest", mirror: str = DEFAULT
     ``chosen``: per language the document dump ``build --source`` would read (the newest,
     ties broken as the build breaks them), and the link files ``--links`` needs
     (``auto``: ``wb_items_per_site``, else the JSON dump, else every language's page_props).
+    A language left without one is named in a note saying why; a kind asked for by
+    ``source`` whose runs folder is absent or lists no runs is SiteError.
     """
     if date != "latest" and not _RUN.match(date):
         raise InvalidInputError(f"--date {date}: give latest or a date as YYYYMMDD")
@@ -317,38 +457,60 @@ def list_dumps(langs: Sequence[str], date: str = "latest", mirror: str = DEFAULT
     site = site or Site(mirror)
     listing = DumpListing(site.base, date)
     dbs = {lang: site_key(lang) for lang in langs}
-    on_step("Enterprise HTML runs")
-    html_dumps = enterprise_dumps(site, dbs, date)
-    on_step("CirrusSearch runs")
-    cirrus = cirrus_dumps(site, dbs, date)
+    why: dict[str, dict[str, str]] = {lang: {} for lang in dbs}  # per language and kind: why it offers none
+    kinds: dict[str, dict[str, OfferedFile]] = {}
+    for kind, step, read in ((HTML, "Enterprise HTML runs", enterprise_dumps), (CIRRUS, "CirrusSearch runs", cirrus_dumps)):
+        on_step(step)
+        kinds[kind], reason = read(site, dbs, date)
+        if reason and source == kind:
+            raise SiteError(f"{reason}: no {_KIND_NAMES[kind]} dump to choose (--source {source})")
+        if reason and source == "auto":
+            listing.notes.append(f"{kind}: {reason}; no {_KIND_NAMES[kind]} dump offered")
+        for lang, db in dbs.items():
+            if not reason and lang not in kinds[kind]:
+                why[lang][kind] = f"no {db} dump in its newest runs"
     docs: dict[str, dict[str, list[OfferedFile]]] = {}
     page_props: dict[str, list[OfferedFile]] = {}
     for lang, db in dbs.items():
         on_step(f"{db}: dump runs")
-        xml = wiki_dump(site, db, lang, XML, date, listing.notes)
+        xml_why: list[str] = []
+        xml = wiki_dump(site, db, lang, XML, date, listing.notes, xml_why)
+        if xml_why:
+            why[lang][XML] = xml_why[0]
         page_props[lang] = wiki_dump(site, db, lang, PAGE_PROPS, date, listing.notes)
-        docs[lang] = {kind: files for kind, files in ((HTML, [html_dumps[lang]] if lang in html_dumps else []),
-                                                      (CIRRUS, [cirrus[lang]] if lang in cirrus else []), (XML, xml)) if files}
+        docs[lang] = {kind: files for kind, files in ((HTML, [kinds[HTML][lang]] if lang in kinds[HTML] else []),
+                                                      (CIRRUS, [kinds[CIRRUS][lang]] if lang in kinds[CIRRUS] else []), (XML, xml)) if files}
         listing.offered.extend(item for kind in KIND_ORDER for item in docs[lang].get(kind, []))
         listing.offered.extend(page_props[lang])
     on_step("wikidatawiki: wb_items_per_site")
-    items_per_site = wiki_dump(site, "wikidatawiki", None, ITEMS_PER_SITE, date, listing.notes)
+    links_why: list[str] = []
+    items_per_site = wiki_dump(site, "wikidatawiki", None, ITEMS_PER_SITE, date, listing.notes, links_why)
     on_step("wikidatawiki: entities")
-    wikidata = wikidata_json_dump(site, date, listing.notes)
+    wikidata = wikidata_json_dump(site, date, listing.notes, links_why)
     listing.offered.extend(items_per_site + ([wikidata] if wikidata else []))
     for lang in dbs:
         picked = choose_kind({kind: {files[0].date: files} for kind, files in docs[lang].items()}, source)
         if picked is None:
             what = "CirrusSearch, Enterprise HTML or XML" if source == "auto" else source
-            listing.notes.append(f"{lang}: no finished {what} dump at {site.base}" + ("" if date == "latest" else f" on or before {date}"))
+            reasons = "; ".join(f"{kind}: {why[lang][kind]}" for kind in (HTML, CIRRUS, XML) if kind in why[lang] and source in ("auto", kind))
+            listing.notes.append(f"{lang}: no finished {what} dump at {site.base}" + ("" if date == "latest" else f" on or before {date}")
+                                 + (f" ({reasons})" if reasons else ""))
             continue
         listing.chosen.extend(docs[lang][picked[0]])
-    listing.chosen.extend(_link_files(links, items_per_site, wikidata, page_props, listing))
+    listing.chosen.extend(_link_files(links, items_per_site, wikidata, page_props, listing, links_why))
     return listing
 
 
+def nothing_to_fetch(listing: DumpListing) -> str | None:
+    """Why ``fetch`` would take no document dump at all (one line naming the mirror), or None when it takes one."""
+    if any(item.kind in DOCUMENT_KINDS for item in listing.chosen):
+        return None
+    return (f"nothing to fetch: no language has a finished document dump at {listing.mirror}"
+            + ("" if listing.date == "latest" else f" on or before {listing.date}") + " (see the notes above)")
+
+
 def _link_files(links: str, items_per_site: list[OfferedFile], wikidata: OfferedFile | None, page_props: dict[str, list[OfferedFile]],
-                listing: DumpListing) -> list[OfferedFile]:
+                listing: DumpListing, why: Sequence[str] = ()) -> list[OfferedFile]:
     if links == RECORD:
         return []
     if links in ("auto", ITEMS_PER_SITE) and items_per_site:
@@ -360,5 +522,6 @@ def _link_files(links: str, items_per_site: list[OfferedFile], wikidata: Offered
         found = [item for lang, files in page_props.items() if lang in chosen_langs for item in files]
         if found:
             return found
-    listing.notes.append(f"links: no finished {'link source' if links == 'auto' else links} dump found; the build will need --links record (HTML and CirrusSearch records carry their item)")
+    listing.notes.append(f"links: no finished {'link source' if links == 'auto' else links} dump found" + (f" ({'; '.join(why)})" if why else "")
+                         + "; the build will need --links record (HTML and CirrusSearch records carry their item)")
     return []

@@ -24,11 +24,15 @@ from clirmatrix.pipeline.output.jsonl import iter_docs, iter_queries
 
 
 class Query(NamedTuple):
+    """A query of a split: the source article's page id and its title (ids stay strings, as released)."""
+
     src_id: str
     src_query: str
 
 
 class Qrel(NamedTuple):
+    """A judged document of a query: 6 is the query's own article, 5-1 the Jenks classes, 0 a base file's filler."""
+
     src_id: str
     doc_id: str
     label: int
@@ -44,10 +48,12 @@ class QuerySplit:
             raise MissingInputError(f"{self.path} is not there; fetch it with: clirmatrix download {dataset} --src {src} --tgt {tgt} --split {split}")
 
     def queries(self) -> Iterator[Query]:
+        """The split's queries in file order, read as they are asked for."""
         for record in iter_queries(self.path):
             yield Query(record.src_id, record.src_query)
 
     def qrels(self) -> Iterator[Qrel]:
+        """Every (query, document, label) of the split, in file order: a query's documents best first."""
         for record in iter_queries(self.path):
             for doc_id, label in record.tgt_results:
                 yield Qrel(record.src_id, doc_id, label)
