@@ -105,13 +105,35 @@ def input_checksums(inputs: Sequence[dict], dumps_dir: str, work_dir: str) -> li
 
 
 def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult:
-    """Run (or resume) every stage (``_run_build``); a SIGINT to the driver alone ends its local workers at any
-    moment of the build, between two stages' pipelines as well as during one (``runners.interrupt_reaches_workers``)."""
-    with runners.interrupt_reaches_workers():
-        return _run_build(config, beam_args)
+    """Run (or resume) every stage (``_run_build``).
+
+    A SIGINT ends the local workers at any moment of the build, between two
+    stages' pipelines as well as during one (``runners.interrupt_reaches_workers``),
+    and the KeyboardInterrupt leaves with a note of what the build kept and how to
+    resume (``add_note``: the traceback shows it, the command line prints it).
+    """
+    marked: list[str] = []  # OUT, while marked unfinished
+    try:
+        with runners.interrupt_reaches_workers():
+            return _run_build(config, beam_args, marked)
+    except KeyboardInterrupt as interrupt:
+        if marked:
+            note = f"{marked[0]} stays marked unfinished ({layout.IN_PROGRESS}); finished stages are kept; run the same command again to resume"
+        else:
+            note = "the build had not started writing; run the same command again to start it"
+        _add_note(interrupt, note)
+        raise
 
 
-def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult:
+def _add_note(error: BaseException, note: str) -> None:
+    """``error.add_note(note)``; on Python 3.10, where tracebacks do not show notes, only ``__notes__`` (what the command line reads)."""
+    if hasattr(error, "add_note"):
+        error.add_note(note)
+    else:
+        error.__notes__ = [*getattr(error, "__notes__", []), note]
+
+
+def _run_build(config: BuildConfig, beam_args: Sequence[str] = (), marked: list[str] | None = None) -> BuildResult:
     """Run (or resume) every stage; raises NoDumpsError when nothing usable is found.
 
     Relative paths become absolute here, on the driver: workers open them from
@@ -132,6 +154,8 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
     # a failed or killed run leaves the mark, and validate, download and the loader refuse it.
     marker = fileio.join(config.out, layout.IN_PROGRESS)
     fileio.write_json(marker, {"incomplete": "clirmatrix build has not finished writing this folder; rerun clirmatrix build"})
+    if marked is not None:
+        marked.append(config.out)
     work, version = WorkDirs(config.work_dir), metadata.version("clirmatrix")
     log = StageLog(work.root)
     workers = config.workers or None
@@ -191,6 +215,8 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResul
     else:
         write_report(config.out, finished_only=False)
     fileio.remove_tree(marker)
+    if marked:
+        marked.clear()
     seconds = {name: log.seconds(name) for name in STAGES}
     return BuildResult(config.out, work.root, summaries, seconds, log.skipped, found.notes)
 

@@ -21,6 +21,11 @@ exists decide. Linux's parent-death signal (``PR_SET_PDEATHSIG``) is not used: i
 fires when the *thread* that started the worker ends, and Beam starts workers
 from threads of its own.
 
+Its shell starts it with SIGINT ignored where the driver ends its workers on an
+interrupt (``runners.local_worker_command``): a terminal's Ctrl-C, which reaches the
+whole process group, then prints no KeyboardInterrupt of the worker's, even during
+its start-up, and the driver's SIGTERM ends it (quietly: no Python handler runs).
+
 Kept free of Beam imports at module level: logging must be set before Beam loads.
 """
 
@@ -38,6 +43,7 @@ MODULE = "clirmatrix.beam_jobs.local_worker"  # python -m MODULE: how the runner
 DRIVER_FLAG = "--driver-pid"
 POLL_SECONDS = 0.5
 _PROC = os.path.exists("/proc/self/stat")
+FINDS_WORKERS = _PROC  # whether ``local_workers`` can list a driver's workers
 
 
 def beam_is_quiet(record: logging.LogRecord) -> bool:
@@ -109,15 +115,18 @@ def descendants(pid: int) -> list[int]:
 
 
 def local_workers(driver: int) -> list[int]:
-    """The live worker processes this module runs for ``driver`` (Linux; elsewhere none are found)."""
+    """The live worker processes this module runs for ``driver`` (Linux; elsewhere none are found).
+
+    A worker's shell before its ``exec`` counts too: it holds the same words in one argument.
+    """
     found = []
     for pid in descendants(driver):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as file:
-                args = file.read().split(b"\0")
+                words = file.read().replace(b"\0", b" ").split()
         except OSError:
             continue
-        if MODULE.encode() in args and f"{DRIVER_FLAG}={driver}".encode() in args:
+        if MODULE.encode() in words and f"{DRIVER_FLAG}={driver}".encode() in words:
             found.append(pid)
     return found
 

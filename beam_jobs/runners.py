@@ -140,7 +140,7 @@ def source_tree() -> Path | None:
 
 
 # What the wheel is built from: the package folders (pyproject.toml's package-dir) and the files its metadata names.
-_PACKAGE_FOLDERS = ("cli", "pipeline", "beam_jobs", "schemas", "models")
+_PACKAGE_FOLDERS = ("clirmatrix", "cli", "pipeline", "beam_jobs", "schemas", "models")
 _PROJECT_FILES = ("pyproject.toml", "README.md")
 
 
@@ -194,50 +194,143 @@ class LocalRunner(FnApiRunner):
     sets up logging first and ends the worker when this process (the driver, whose
     pid it is given) has ended. Beam runs the command through a shell; ``exec``
     (POSIX) makes the worker the driver's own child, with no shell left between
-    them to outlive either. Everything else is Beam's runner unchanged.
+    them to outlive either. Where the driver ends its workers on a SIGINT
+    (``interrupt_reaches_workers``), they start with SIGINT ignored, so that a
+    terminal's Ctrl-C leaves them to the driver instead of printing a traceback
+    each (a worker Beam ends itself for a stuck bundle, ``terminate_sdk_harness``,
+    then ends by its SIGKILL a minute later instead of its SIGINT). Everything else
+    is Beam's runner unchanged.
     """
 
     def run_via_runner_api(self, pipeline_proto, options):  # noqa: ANN001, ANN201 (Beam's signature)
-        for environment in pipeline_proto.components.environments.values():
-            if environment.urn == python_urns.SUBPROCESS_SDK and environment.payload.endswith(_BEAM_WORKER):
-                environment.payload = local_worker_command().encode()
-        with interrupt_reaches_workers():
+        with interrupt_reaches_workers() as ends_workers:
+            for environment in pipeline_proto.components.environments.values():
+                if environment.urn == python_urns.SUBPROCESS_SDK and environment.payload.endswith(_BEAM_WORKER):
+                    environment.payload = local_worker_command(ignore_interrupt=ends_workers).encode()
             return super().run_via_runner_api(pipeline_proto, options)
 
 
+# Set on a SIGINT handler that raises KeyboardInterrupt as Python's own does (the command line's):
+# ``interrupt_reaches_workers`` ends the workers, then hands the signal on to it.
+RAISES_KEYBOARD_INTERRUPT = "raises_keyboard_interrupt"
+_ENDS_WORKERS = "clirmatrix_ends_workers"  # set on the handler of ``interrupt_reaches_workers`` and on what it installs
+_WORKER_EXIT_REPORT = "Worker subprocess exited with return code"  # what Beam's thread raises when a worker it started ends
+
+
+class _Ended:
+    """Whether the driver has ended its workers on an interrupt (until the next run): their end is then no news."""
+
+    workers = False
+
+
 @contextlib.contextmanager
-def interrupt_reaches_workers() -> Iterator[None]:
-    """While a local pipeline runs, a SIGINT sent to the driver alone ends its worker processes too.
+def interrupt_reaches_workers() -> Iterator[bool]:
+    """While a local pipeline runs, a SIGINT ends its worker processes, then interrupts the driver; yields whether it does.
 
     Interrupted, Beam's FnApiRunner closes its workers' channels and waits for
     the worker processes to exit, which they never do: the build would hang, its
-    workers idle. A terminal's Ctrl-C reaches the workers as well (one process
-    group) and the run stops; a SIGINT for the driver only (``kill -INT``, a
-    process manager) now does the same: the workers get SIGTERM first (Linux, where
-    ``/proc`` lists them), then the driver is interrupted as Python would be.
-    Nothing changes where the program has a SIGINT handler of its own, or outside
-    the main thread.
+    workers idle. So the driver ends them itself (SIGTERM, Linux, where ``/proc``
+    lists them), whether the SIGINT came from a terminal (the whole process group)
+    or for the driver alone (``kill -INT``, a process manager), and is then
+    interrupted as Python would be (or by the command line's handler, marked
+    ``RAISES_KEYBOARD_INTERRUPT``, whose second interrupt ends the process at
+    once). A further SIGINT kills what is left of the workers (SIGKILL) before it
+    is handed on the same way.
+
+    The driver's Beam threads then report the workers' end: the gRPC streams to
+    them broken (``grpc.RpcError``, in threads and in Beam's ERROR records) and
+    each worker's exit (a RuntimeError in the thread that started it). Once the
+    driver has ended its workers, and until the next run starts, these reports are
+    left out (``threading.excepthook``, a filter on Beam's loggers): the interrupt
+    is the news.
+
+    Nothing changes where the program has a SIGINT handler of its own, outside
+    the main thread, or where the workers cannot be listed (no ``/proc``); the
+    context then yields False, and a terminal's Ctrl-C reaches the workers as before.
+    Nested, the outer context does the work.
     """
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield
+    current = signal.getsignal(signal.SIGINT)
+    if getattr(current, _ENDS_WORKERS, False):
+        yield True
         return
+    chained = current is signal.default_int_handler or getattr(current, RAISES_KEYBOARD_INTERRUPT, False)
+    if threading.current_thread() is not threading.main_thread() or not chained or not local_worker.FINDS_WORKERS:
+        yield False
+        return
+    interrupts, done = 0, threading.Event()
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
-        for pid in local_worker.local_workers(os.getpid()):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGTERM)
-        signal.default_int_handler(signum, frame)
+        nonlocal interrupts
+        interrupts += 1
+        first = interrupts == 1  # read once: a second SIGINT may run its handler in the middle of this one
+        _Ended.workers = True  # before the first worker ends
+        _leave_out_worker_ends()
+        _signal_workers(signal.SIGTERM if first else signal.SIGKILL)
+        if first:
+            # Beam's own threads may start a worker yet (or have one between its shell and exec): ended as they appear.
+            threading.Thread(target=_end_later_workers, args=(done,), name="clirmatrix-end-workers", daemon=True).start()
+        current(signum, frame)
 
+    setattr(interrupt, _ENDS_WORKERS, True)
+    _Ended.workers = False
     signal.signal(signal.SIGINT, interrupt)
     try:
-        yield
+        yield True
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        done.set()
+        signal.signal(signal.SIGINT, current)
 
 
-def local_worker_command() -> str:
-    """The shell command that starts one local worker process of this driver."""
+def _signal_workers(signum: int) -> None:
+    for pid in local_worker.local_workers(os.getpid()):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signum)
+
+
+def _end_later_workers(done: threading.Event, interval: float = 0.05) -> None:
+    """After an interrupt, until Beam has cleaned up (``done``) and once more then: SIGTERM to any worker of this driver."""
+    while not done.wait(interval):
+        _signal_workers(signal.SIGTERM)
+    _signal_workers(signal.SIGTERM)
+
+
+def is_worker_end(error: BaseException | None) -> bool:
+    """Whether an exception (or one it was raised from or during) reports a local worker's end: a broken gRPC stream, Beam's exit report."""
+    import grpc
+
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, grpc.RpcError) or (isinstance(error, RuntimeError) and str(error).startswith(_WORKER_EXIT_REPORT)):
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
+
+
+def _leave_out_worker_ends() -> None:
+    """Install, once, what drops the reports of the workers' end while ``_Ended.workers``: a thread hook and a filter on Beam's loggers."""
+    previous = threading.excepthook
+    if not getattr(previous, _ENDS_WORKERS, False):
+
+        def excepthook(args: threading.ExceptHookArgs) -> None:
+            if not (_Ended.workers and is_worker_end(args.exc_value)):
+                previous(args)
+
+        setattr(excepthook, _ENDS_WORKERS, True)
+        threading.excepthook = excepthook
+    for name, logger in [("apache_beam", logging.getLogger("apache_beam")), *list(logging.root.manager.loggerDict.items())]:
+        if name.startswith("apache_beam") and isinstance(logger, logging.Logger) and _worker_end_filter not in logger.filters:
+            logger.addFilter(_worker_end_filter)
+
+
+def _worker_end_filter(record: logging.LogRecord) -> bool:
+    """False (leave out) for a Beam record that reports, with its exception, a local worker's end after the driver ended them."""
+    return not (_Ended.workers and record.exc_info is not None and is_worker_end(record.exc_info[1]))
+
+
+def local_worker_command(ignore_interrupt: bool = False) -> str:
+    """The shell command that starts one local worker process of this driver (with SIGINT ignored: the driver ends it)."""
     command = f"-m {local_worker.MODULE} {local_worker.DRIVER_FLAG}={os.getpid()}"
     if os.name == "posix":
-        return f"exec {shlex.quote(sys.executable)} {command}"
+        # An ignored signal stays ignored through exec, and Python then leaves it so from its first instruction.
+        return ("trap '' INT; " if ignore_interrupt else "") + f"exec {shlex.quote(sys.executable)} {command}"
     return f"{sys.executable} {command}"

@@ -22,6 +22,8 @@ from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_SEED, DEFAULT_
 from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.tools.download import OFFICIAL_BASE_URL
+from clirmatrix.pipeline.tools.sample import DEFAULT_INPUTS as DEFAULT_SAMPLE_INPUTS
+from clirmatrix.pipeline.tools.sample import INPUTS as SAMPLE_INPUTS
 
 # Piped or logged, rich would wrap every table to 80 columns; wide enough for our tables instead.
 console = Console(stderr=True, width=None if sys.stderr.isatty() or "COLUMNS" in os.environ else 160)
@@ -96,13 +98,14 @@ def cli(verbose: bool) -> None:
 @click.option("--force", is_flag=True, help="Write into OUT_DIR even when it is not empty (files of the same names are replaced, others stay).")
 @click.option(
     "--inputs",
-    type=click.Choice(["classic", "fresh"]),
-    default="classic",
+    type=click.Choice(SAMPLE_INPUTS),
+    default=DEFAULT_SAMPLE_INPUTS,
     show_default=True,
-    help="classic: the paper's inputs (CirrusSearch, Wikidata JSON); fresh: today's (Enterprise HTML, multistream XML, wb_items_per_site, page_props).",
+    help="fresh: what Wikimedia publishes today (Enterprise HTML, multistream XML, wb_items_per_site, page_props); "
+    "classic: the 2020 paper's (CirrusSearch dumps, stopped in 2025, and the Wikidata JSON dump), for past dates.",
 )
 def sample(out_dir: str, docs_per_lang: int, langs: str, seed: int, clean: bool, force: bool, inputs: str) -> None:
-    """Write small, realistic sample dumps into OUT_DIR, in the formats of 2020 or of today (--inputs).
+    """Write small, realistic sample dumps into OUT_DIR, in the formats of today (or of 2020: --inputs classic).
 
     OUT_DIR must be new, empty or hold this very sample (a rerun writes nothing),
     or give --force. The last line is the build
@@ -463,7 +466,7 @@ def irds_command(root: str, prefix: str) -> None:
         console.print(f"[yellow]note[/] {note}", highlight=False, soft_wrap=True)
     example = next((i for i in ids if "/bi139-base/" in i), ids[0] if ids else f"{prefix}/de")
     console.print(
-        f"{len(ids):,} ids. In Python:\n    import ir_datasets\n    from clirmatrix.pipeline.tools import irds\n"
+        f"{len(ids):,} ids. In Python:\n    import ir_datasets\n    from clirmatrix import irds\n"
         f"    irds.register({root!r}, prefix={prefix!r})\n    ir_datasets.load({example!r})",
         highlight=False,
     )
@@ -548,13 +551,68 @@ _add_dumps_and_export_commands()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point: run a command, map library errors to messages and exit codes."""
-    args = sys.argv[1:] if argv is None else argv
+    """Console entry point: run a command, map library errors to messages and exit codes.
+
+    Ctrl-C (a SIGINT to the process group, as a terminal sends it, or to this
+    process alone): the first interrupts the command, which ends with exit code 130
+    and one line, ``interrupted`` and the notes its KeyboardInterrupt carries (the
+    build's: what it kept and how to resume), no traceback; a further one ends the
+    process at once, as quietly. Run as the program (no ``argv``), an interrupted
+    command ends the process itself (below). The command runs under click's
+    ``make_context`` and ``invoke`` rather than ``cli.main``, whose own
+    KeyboardInterrupt handling writes a blank line first (for a terminal's ``^C``:
+    written here to a terminal only); what else ``cli.main`` did is kept (a closed
+    output pipe: exit 1, quietly), but for shell completion, which this command does
+    not offer.
+    """
+    import atexit
+    import contextlib
+    import errno
+    import signal
+    import threading
+
+    args = sys.argv[1:] if argv is None else list(argv)
     _setup_logging("-v" in args or "--verbose" in args)  # before the library imports Beam, which logs on import
     from clirmatrix.pipeline.errors import InputError
 
+    interrupts, told = 0, False
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1:
+            raise KeyboardInterrupt
+        if not told:  # a further Ctrl-C: no unwinding left to print a traceback; local workers follow their driver
+            os.write(2, b"interrupted\n")
+        os._exit(130)
+
+    on_interrupt.raises_keyboard_interrupt = True  # beam_jobs.runners.RAISES_KEYBOARD_INTERRUPT: it ends the local workers, then calls this
+    before = signal.getsignal(signal.SIGINT)  # Python's, or clirmatrix.__main__'s while the command loaded: replaced; any other is the caller's
+    ours = threading.current_thread() is threading.main_thread() and (before is signal.default_int_handler or getattr(before, "replaceable", False))
+    if ours:
+        signal.signal(signal.SIGINT, on_interrupt)
     try:
-        code = cli.main(args=argv, prog_name="clirmatrix", standalone_mode=False)
+        try:
+            with cli.make_context("clirmatrix", args) as ctx:
+                code = cli.invoke(ctx)
+        except click.exceptions.Exit as done:  # --help, --version
+            code = done.exit_code
+    except KeyboardInterrupt as interrupt:
+        interrupts = max(interrupts, 1)
+        if sys.stderr.isatty():
+            console.print()  # after the terminal's ^C
+        console.print(": ".join(["interrupted", *(["; ".join(interrupt.__notes__)] if getattr(interrupt, "__notes__", None) else [])]), markup=False, highlight=False, soft_wrap=True)
+        told = True
+        if argv is None:
+            # The process itself ends here: its exit functions run (logging's flush, multiprocessing ending its daemon
+            # processes), not the rest of Python's shutdown: Beam's gRPC teardown takes a while, and Python drops its
+            # SIGINT handler first, so a second Ctrl-C there would kill the process (status -2, not 130).
+            atexit._run_exitfuncs()
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.flush()
+            os._exit(130)
+        return 130
     except click.exceptions.Abort:
         console.print("aborted")
         return 130
@@ -564,13 +622,17 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as error:  # our typed input errors only: a bug elsewhere keeps its traceback
         console.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
         return 2
+    except OSError as error:  # the reader of our output went away (| head): quiet, as click's main is
+        if error.errno != errno.EPIPE:
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
     return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
 
-
-def console_main() -> None:
-    """The installed ``clirmatrix`` script."""
-    sys.exit(main())

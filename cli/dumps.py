@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import signal
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import click
 from rich.markup import escape
@@ -75,35 +72,6 @@ def print_listing(listing: DumpListing) -> None:
     console.print(f"fetch takes {len(listing.chosen):,} files, {_size(known)}" + (f" (+{unsized:,} of unknown size)" if unsized else ""), highlight=False)
 
 
-@contextmanager
-def one_ctrl_c() -> Iterator[bool]:
-    """The first Ctrl-C raises KeyboardInterrupt; later ones are ignored while the transfers stop and the command ends.
-
-    Without it a second press would land in the middle of stopping, or in Python's exit
-    (which resets handlers written in Python and dies of one): a traceback or a killed
-    process instead of the one line and 130. Where the entry point handles Ctrl-C its
-    own way (any handler but Python's default), that one takes the first press and
-    reports the interruption: yields whether this one is in charge instead.
-    """
-    main = threading.current_thread() is threading.main_thread()
-    ours = main and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-
-    def first(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, first) if ours else None
-    try:
-        yield ours
-    except KeyboardInterrupt:
-        if main:  # the command is ending: ignored from here to the process's exit
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise
-    finally:
-        if ours and signal.getsignal(signal.SIGINT) is first:
-            signal.signal(signal.SIGINT, previous)
-
-
 @click.group()
 def dumps() -> None:
     """Find, fetch and verify the Wikimedia dumps a build reads."""
@@ -171,10 +139,10 @@ def fetch_command(langs: str | None, date: str, mirror: str, source: str, links:
                   retries: int, dry_run: bool) -> None:
     """Fetch the chosen dumps into the names build --dumps reads, verified by size and checksum; a rerun skips verified files.
 
-    Ctrl-C stops the transfers within about a second and keeps their parts: one line
-    says so, and the exit status is 130 (as for any command stopped by Ctrl-C).
+    Ctrl-C stops the transfers within about a second and keeps their parts: the
+    KeyboardInterrupt (download.Interrupted) carries what was kept, which the entry
+    point prints in one line before it exits with 130, as for any command.
     """
-    from clirmatrix.pipeline.tools.download import Interrupted
     from clirmatrix.pipeline.tools.dumps_fetch import fetch_dumps
 
     listing = DumpListing.read(listing_file) if listing_file else _make_listing(langs, date, mirror, source, links)
@@ -190,15 +158,8 @@ def fetch_command(langs: str | None, date: str, mirror: str, source: str, links:
     _refuse_nothing(listing)
     columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
     known = sum(item.size or 0 for item in listing.chosen)
-    in_charge = False
-    try:
-        with one_ctrl_c() as in_charge, Progress(*columns, console=console) as progress:
-            report = fetch_dumps(listing.chosen, to_dir, connections=connections, watch=_Bars(progress, known or None), retries=retries)
-    except Interrupted as stopped:
-        if not in_charge:  # the entry point reports it: "interrupted" and the notes it carries (the same line), then 130
-            raise
-        console.print(f"[yellow]{escape(str(stopped))}[/]", highlight=False, soft_wrap=True)
-        raise click.exceptions.Exit(130) from None
+    with Progress(*columns, console=console) as progress:
+        report = fetch_dumps(listing.chosen, to_dir, connections=connections, watch=_Bars(progress, known or None), retries=retries)
     table = Table(title=f"dumps fetch into {to_dir}", title_justify="left")
     table.add_column("outcome")
     table.add_column("files", justify="right")

@@ -7,7 +7,10 @@ bad input), and that nothing was started or written. None of these runs a build.
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -285,3 +288,28 @@ def test_evaluate_language_flags_and_train_out_are_checked(capsys, short_model, 
     assert code == 2 and one_error(output) == f"--out {taken} is a file, not a folder; give a folder (a missing one is created)"
     code, output = run(capsys, "train", "--data", str(tmp_path / "nowhere"), "--init", str(model), "--out", str(tmp_path / "run"))
     assert code == 2 and one_error(output).startswith(f"--data {tmp_path / 'nowhere'} is not a folder")
+
+
+def test_ctrl_c_while_the_command_loads_ends_it_quietly(tmp_path):
+    """A Ctrl-C in the tenths of a second the command takes to load: exit 130 and one line, not an import's traceback."""
+    import shutil
+    import signal
+    import subprocess
+    import time
+
+    script = shutil.which("clirmatrix", path=str(Path(sys.executable).parent))
+    assert script, "the clirmatrix script is installed beside this Python"
+    # Python reports each import as it ends (PYTHONPROFILEIMPORTTIME): click's means the command line is loading.
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    process = subprocess.Popen([script, "sample", str(tmp_path / "dumps")], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
+    seen = b""
+    while not re.search(rb"\| +click\n", seen):
+        line = process.stderr.readline()
+        assert line, seen.decode()[-2000:]
+        seen += line
+    process.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    rest = process.communicate(timeout=10)[1]
+    text = (seen + rest).decode()
+    assert process.returncode == 130 and time.monotonic() - sent < 2, (process.returncode, text[-2000:])
+    assert "Traceback" not in text and "interrupted" in text.splitlines(), text[-2000:]
