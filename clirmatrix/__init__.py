@@ -61,10 +61,34 @@ __all__ = [
 def __getattr__(name: str) -> object:
     """Import a public name on first use (PEP 562); ``irds`` is the submodule ``clirmatrix.irds``."""
     if name in _WHERE:
-        value = getattr(import_module(_WHERE[name]), name)
+        value = getattr(_quiet_import(_WHERE[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'clirmatrix' has no attribute {name!r}")
+
+
+def _quiet_import(module: str) -> object:
+    """Import ``module`` without Beam's import-time warnings reaching the user's terminal.
+
+    Beam logs to the root logger while it loads (optional cloud clients missing), and
+    ``logging.warning`` on a root logger with no handler gives it one: the warning
+    prints, and the user's own ``logging.basicConfig`` later does nothing. Such
+    records of Beam's are dropped and the handler it added is taken away again.
+    """
+    import logging
+
+    from clirmatrix.beam_jobs.local_worker import beam_is_quiet  # imports no Beam
+
+    root = logging.getLogger()
+    before = list(root.handlers)
+    root.addFilter(beam_is_quiet)
+    try:
+        return import_module(module)
+    finally:
+        root.removeFilter(beam_is_quiet)
+        if not before:
+            for handler in [h for h in root.handlers if h not in before]:
+                root.removeHandler(handler)
 
 
 def __dir__() -> list[str]:

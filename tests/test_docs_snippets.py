@@ -142,6 +142,13 @@ def test_importing_clirmatrix_loads_no_heavy_library():
     assert result.stdout.strip() == "[]"
 
 
+def test_the_build_api_loads_beam_without_a_word_and_leaves_logging_to_the_user():
+    """Beam warns on the root logger while it loads (which would also give it a handler): neither reaches a user of ``run_build``."""
+    code = "import logging; from clirmatrix import run_build, BuildConfig; print(len(logging.getLogger().handlers))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO.parent)
+    assert result.stdout.strip() == "0" and result.stderr == ""
+
+
 def _run_block(block: Block, folder: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     if block.lang == "toml":
         config = folder / f"snippet-{block.line}.toml"
