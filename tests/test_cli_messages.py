@@ -313,3 +313,16 @@ def test_ctrl_c_while_the_command_loads_ends_it_quietly(tmp_path):
     text = (seen + rest).decode()
     assert process.returncode == 130 and time.monotonic() - sent < 2, (process.returncode, text[-2000:])
     assert "Traceback" not in text and "interrupted" in text.splitlines(), text[-2000:]
+
+
+def test_a_truncated_bz2_dump_stops_the_build_naming_the_file(capsys, tmp_path):
+    """A cut multistream XML dump (an EOFError underneath) is bad input named in one line, exit 2: not click's "aborted" (130), the Ctrl-C code."""
+    from clirmatrix.pipeline.tools.sample import write_sample_dumps
+
+    dumps = tmp_path / "dumps"
+    write_sample_dumps(dumps, docs_per_lang=120, langs=("fr",), broken=False)
+    (xml,) = dumps.glob("frwiki-*-pages-articles-multistream.xml.bz2")
+    xml.write_bytes(xml.read_bytes()[: xml.stat().st_size // 2])
+    code, output = run(capsys, "build", "--dumps", str(dumps), "--out", str(tmp_path / "out"), "--min-docs", "50", "--workers", "1")
+    assert code == 2 and "aborted" not in output
+    assert one_error(output).startswith(f"{xml}: the bz2 stream is cut short")
