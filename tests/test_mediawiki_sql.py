@@ -201,6 +201,17 @@ def test_each_bad_tuple_costs_one_row_and_names_its_line_and_index(prefilter):
     assert_accounted(report)
 
 
+@pytest.mark.parametrize("prefilter", [True, False])
+def test_a_statement_that_never_ends_costs_one_row_not_the_next_statements_first(prefilter):
+    """A line that opens an INSERT and breaks off: one bad tuple, named; the next statement's rows are all read."""
+    data = HEAD + b"INSERT INTO `wb_items_per_site` VALUES (1,2,GARBAGE\n" + items_dump(b"(1501,2540,'enwiki','Tedo Stagucu'),(1502,2541,'enwiki','After')")[len(HEAD):]
+    links, report = read_items(data, prefilter=prefilter)
+    assert [link.title for link in links] == ["Tedo Stagucu", "After"]
+    assert report.bad == 1 and report.kept == 2 and [(e["line"], e["kind"]) for e in report.examples] == [(13, "malformed_sql")]
+    assert report.examples[0]["detail"] == "tuple 1 of the INSERT statement of line 13 never ends: b'(1,2,GARBAGE\\n'"
+    assert_accounted(report)
+
+
 def test_a_column_list_of_another_shape_is_refused():
     data = items_dump(b"(1,1,'enwiki','x')").replace(b"  `ips_site_page` varbinary(310) NOT NULL,\n", b"")
     with pytest.raises(SqlDumpError, match=r"has the columns ips_row_id, ips_item_id, ips_site_id; expected ips_row_id, ips_item_id, ips_site_id, ips_site_page"):

@@ -404,7 +404,14 @@ def _read_dump(stream: IO[bytes], table: _Table, prefilter: bool) -> Iterator:
             index += 1
             carry = carry[resync + 2 :] if resync >= 0 else b""
 
+    starts_line = True  # the piece begins a line (the one before ended its own)
     for number, piece, whole in _pieces(stream, state):
+        begins, starts_line = starts_line, whole
+        if where == "insert" and begins and _INSERT.match(piece.lstrip()):
+            # A new statement while the last one never ended: the unended tail is one bad tuple, and is not
+            # joined to this line (where it would hide this statement's first row).
+            report.reject(carry_line or statement_line, MALFORMED_SQL, f"tuple {index} of the INSERT statement of line {statement_line:,} never ends: {carry[:120]!r}")
+            carry, where = b"", "outside"
         if where == "insert":
             yield from statement(carry + piece if carry else piece, carry_line if carry else number, whole)
             continue
