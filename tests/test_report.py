@@ -51,6 +51,14 @@ def test_the_report_command_rewrites_it_for_a_download_too(built, tmp_path, caps
     assert main(["report", str(download)]) == 2 and "incomplete build" in capsys.readouterr().err
 
 
+def test_the_report_command_refuses_a_folder_that_holds_no_release(tmp_path, capsys):
+    """As validate and irds do: one line naming the folder, exit 2, and no page written about nothing."""
+    assert main(["report", str(tmp_path)]) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {tmp_path} is not a clirmatrix build or download"), lines
+    assert not (tmp_path / REPORT).exists()
+
+
 def test_a_headless_browser_renders_the_report(built, tmp_path):
     browser = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
     if browser is None:

@@ -50,8 +50,11 @@ def write_report(root: str | os.PathLike, finished_only: bool = True) -> Path:
 
     ``finished_only=False`` lets the build write it just before it removes its in-progress mark.
     """
+    from clirmatrix.pipeline.tools.validate import refuse_unreleased
+
     root = Path(root)
     if finished_only:
+        refuse_unreleased(str(root))  # a folder that holds no build or download gets no page about nothing
         layout.refuse_incomplete(root)
     page = render_report(root)
     target = root / layout.REPORT
