@@ -37,6 +37,18 @@ def _private_train_cache(tmp_path_factory):
         os.environ["CLIRMATRIX_TRAIN_CACHE"] = saved
 
 
+def sigint_as_in_a_terminal() -> None:
+    """``preexec_fn`` of a command a test interrupts: SIGINT at its default, as a terminal starts a command.
+
+    Started in the background by a non-interactive shell (as a CI may start the suite),
+    the suite inherits SIGINT ignored, and so would the command: Python then never
+    installs its handler, and Ctrl-C does nothing.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def real_fixture(*parts: str) -> Path:
     """A file of the real samples, or a skip saying where it was looked for."""
     path = FIXTURES.joinpath(*parts)

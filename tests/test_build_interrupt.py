@@ -16,7 +16,7 @@ import threading
 import time
 
 import pytest
-from conftest import EVAL, TRAIN
+from conftest import EVAL, TRAIN, sigint_as_in_a_terminal
 
 from clirmatrix.beam_jobs import local_worker
 from clirmatrix.pipeline.output import layout
@@ -56,11 +56,9 @@ class Build:
     def __init__(self, dumps, out, workers: int = 2):
         command = [sys.executable, "-m", "clirmatrix.cli", "build", "--dumps", str(dumps), "--out", str(out), "--min-docs", "100"]
         command += ["--max-bad-fraction", "0.01", "--train-size", str(TRAIN), "--eval-size", str(EVAL), "--workers", str(workers)]
-        # SIGINT at its default, as in a terminal (a background job of a non-interactive shell inherits it ignored);
         # COLUMNS: log lines unwrapped, one a line.
-        restore = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
         env = {**os.environ, "COLUMNS": "1000"}
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=restore, env=env)
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=sigint_as_in_a_terminal, env=env)
         self.chunks: list[bytes] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()

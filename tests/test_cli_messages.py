@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import sigint_as_in_a_terminal
 
 from clirmatrix.cli import main
 from clirmatrix.pipeline.config import ConfigError, resolve
@@ -301,7 +302,7 @@ def test_ctrl_c_while_the_command_loads_ends_it_quietly(tmp_path):
     assert script, "the clirmatrix script is installed beside this Python"
     # Python reports each import as it ends (PYTHONPROFILEIMPORTTIME): click's means the command line is loading.
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
-    process = subprocess.Popen([script, "sample", str(tmp_path / "dumps")], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
+    process = subprocess.Popen([script, "sample", str(tmp_path / "dumps")], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, preexec_fn=sigint_as_in_a_terminal)
     seen = b""
     while not re.search(rb"\| +click\n", seen):
         line = process.stderr.readline()

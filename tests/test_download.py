@@ -15,6 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import sigint_as_in_a_terminal
 from local_http import QuietHandler, serve
 
 from clirmatrix.cli import main
@@ -443,7 +444,7 @@ def test_ctrl_c_stops_the_download_command_at_once_and_a_rerun_resumes_with_rang
     def parts() -> dict[str, int]:
         return {str(p.relative_to(to)): p.stat().st_size for p in to.rglob(".*.part")} if to.is_dir() else {}
 
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, preexec_fn=sigint_as_in_a_terminal)
     deadline = time.monotonic() + 20
     while not (len(parts()) == 3 and all(parts().values())):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import sigint_as_in_a_terminal
 from dumps_site_server import DumpsSite
 
 from clirmatrix.pipeline.tools.dumps_fetch import stamp_path
@@ -41,7 +42,7 @@ def mirror(tmp_path):
 
 def _fetch(listing: Path, to: Path) -> subprocess.Popen:
     command = [sys.executable, "-m", "clirmatrix.cli", "dumps", "fetch", "--listing", str(listing), "--to", str(to), "--connections", "3"]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "200"})
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "200"}, preexec_fn=sigint_as_in_a_terminal)
 
 
 def _parts(to: Path) -> dict[str, int]:

@@ -12,6 +12,7 @@ import threading
 import time
 
 import pytest
+from conftest import sigint_as_in_a_terminal
 
 from clirmatrix.beam_jobs import local_worker
 from clirmatrix.beam_jobs.runners import local_worker_command
@@ -115,8 +116,7 @@ def _build_until_workers_run(dumps, out) -> tuple[subprocess.Popen, dict[int, by
     command += ["--min-docs", "100", "--max-bad-fraction", "0.01", "--workers", "2"]
     # SIGINT at its default in the build, as in a terminal: a job started in the background of a
     # non-interactive shell (CI under nohup ... &) inherits it ignored, and rightly ignores kill -INT then.
-    restore = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
-    build = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=restore)
+    build = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=sigint_as_in_a_terminal)
     workers: dict[int, bytes] = {}
     try:
         deadline, full = time.monotonic() + 180, None
