@@ -141,10 +141,10 @@ def test_the_real_sites_listings_and_status_are_read_as_published(tmp_path):
         long_names = site.entries("other/enterprise_html/runs/20211020/")
         assert long_names["enwiki-NS0-20211020-ENTERPRISE-HTML.json.tar.gz"] == 99543372861  # the text is cut, the href is not
         notes: list[str] = []
-        xml = wiki_dump(site, "enwiki", "en", XML, "20230301", notes)
-        assert [f.name for f in xml] == ["enwiki-20230301-pages-articles-multistream.xml.bz2"]  # the recombined file, not its index or parts
+        xml, why = wiki_dump(site, "enwiki", "en", XML, "20230301", notes)
+        assert [f.name for f in xml] == ["enwiki-20230301-pages-articles-multistream.xml.bz2"] and why is None  # the recombined file, not its index or parts
         assert xml[0].size > 19e9 and xml[0].md5 is None  # this run's status and sums carry no hash for it: fetch reads it whole
-        props = wiki_dump(site, "enwiki", "en", PAGE_PROPS, "20230301", notes)
+        props, _ = wiki_dump(site, "enwiki", "en", PAGE_PROPS, "20230301", notes)
         assert props[0].md5 == "5fe557c44037473e5b7b584728a46c2d" and props[0].size == 362677764
     finally:
         served.stop()

@@ -354,8 +354,8 @@ def _wiki_job_files(site: Site, db: str, run: str, status: dict, job_names: Sequ
     return None, unfinished
 
 
-def wiki_dump(site: Site, db: str, lang: str | None, kind: str, date: str, notes: list[str], why: list[str] | None = None) -> list[OfferedFile]:
-    """The files of the newest finished MediaWiki dump of ``kind`` (XML, page_props, wb_items_per_site) of a wiki; none: why, into ``why``."""
+def wiki_dump(site: Site, db: str, lang: str | None, kind: str, date: str, notes: list[str]) -> tuple[list[OfferedFile], str | None]:
+    """The files of the newest finished MediaWiki dump of ``kind`` (XML, page_props, wb_items_per_site) of a wiki; with none, why."""
     job_names, keep = (XML_JOBS, lambda name: bool(_XML_FILE.search(name))) if kind == XML else ((TABLE_JOBS[kind],), lambda name: True)
     runs, reason = dated_runs(site, f"{db}/", date)
     for run in runs[:RUNS_LOOKED_AT]:
@@ -364,12 +364,10 @@ def wiki_dump(site: Site, db: str, lang: str | None, kind: str, date: str, notes
             continue  # a run folder without a status yet: just begun
         files, unfinished = _wiki_job_files(site, db, run, status, job_names, keep, kind, lang)
         if files:
-            return files
+            return files, None
         if unfinished:
             notes.append(f"{db} {run}: {kind} not offered ({unfinished}); looking at older runs")
-    if why is not None:
-        why.append(reason or f"no finished {kind} job in the {min(len(runs), RUNS_LOOKED_AT)} newest runs of {site.url(db + '/')}")
-    return []
+    return [], reason or f"no finished {kind} job in the {min(len(runs), RUNS_LOOKED_AT)} newest runs of {site.url(db + '/')}"
 
 
 def listed_runs(site: Site, folder: str, date: str) -> tuple[list[tuple[str, dict[str, int | None]]], str | None]:
@@ -413,8 +411,8 @@ def cirrus_dumps(site: Site, dbs: dict[str, str], date: str) -> tuple[dict[str, 
     return found, reason
 
 
-def wikidata_json_dump(site: Site, date: str, notes: list[str], why: list[str] | None = None) -> OfferedFile | None:
-    """The newest Wikidata JSON dump whose run's md5sums name it (written once the file is whole); none: why, into ``why``."""
+def wikidata_json_dump(site: Site, date: str, notes: list[str]) -> tuple[OfferedFile | None, str | None]:
+    """The newest Wikidata JSON dump whose run's md5sums name it (written once the file is whole); with none, why."""
     runs, reason = listed_runs(site, "wikidatawiki/entities", date)
     for run, entries in runs:
         name = f"wikidata-{run}-all.json.gz"
@@ -426,10 +424,8 @@ def wikidata_json_dump(site: Site, date: str, notes: list[str], why: list[str] |
             continue
         sha1 = site.checksums(f"wikidatawiki/entities/{run}/wikidata-{run}-sha1sums.txt").get(name)
         path = f"wikidatawiki/entities/{run}/{name}"
-        return OfferedFile(name, site.url(path), WIKIDATA_JSON, None, run, _sized(site, path, entries[name]), md5, sha1)
-    if why is not None:
-        why.append(reason or f"no finished all.json.gz in the {len(runs)} newest runs of {site.url('wikidatawiki/entities/')}")
-    return None
+        return OfferedFile(name, site.url(path), WIKIDATA_JSON, None, run, _sized(site, path, entries[name]), md5, sha1), None
+    return None, reason or f"no finished all.json.gz in the {len(runs)} newest runs of {site.url('wikidatawiki/entities/')}"
 
 
 # --- the listing -------------------------------------------------------------------------------
@@ -473,20 +469,19 @@ def list_dumps(langs: Sequence[str], date: str = "latest", mirror: str = DEFAULT
     page_props: dict[str, list[OfferedFile]] = {}
     for lang, db in dbs.items():
         on_step(f"{db}: dump runs")
-        xml_why: list[str] = []
-        xml = wiki_dump(site, db, lang, XML, date, listing.notes, xml_why)
-        if xml_why:
-            why[lang][XML] = xml_why[0]
-        page_props[lang] = wiki_dump(site, db, lang, PAGE_PROPS, date, listing.notes)
+        xml, reason = wiki_dump(site, db, lang, XML, date, listing.notes)
+        if reason:
+            why[lang][XML] = reason
+        page_props[lang] = wiki_dump(site, db, lang, PAGE_PROPS, date, listing.notes)[0]
         docs[lang] = {kind: files for kind, files in ((HTML, [kinds[HTML][lang]] if lang in kinds[HTML] else []),
                                                       (CIRRUS, [kinds[CIRRUS][lang]] if lang in kinds[CIRRUS] else []), (XML, xml)) if files}
         listing.offered.extend(item for kind in KIND_ORDER for item in docs[lang].get(kind, []))
         listing.offered.extend(page_props[lang])
     on_step("wikidatawiki: wb_items_per_site")
-    links_why: list[str] = []
-    items_per_site = wiki_dump(site, "wikidatawiki", None, ITEMS_PER_SITE, date, listing.notes, links_why)
+    items_per_site, items_why = wiki_dump(site, "wikidatawiki", None, ITEMS_PER_SITE, date, listing.notes)
     on_step("wikidatawiki: entities")
-    wikidata = wikidata_json_dump(site, date, listing.notes, links_why)
+    wikidata, wikidata_why = wikidata_json_dump(site, date, listing.notes)
+    links_why = [reason for reason in (items_why, wikidata_why) if reason]
     listing.offered.extend(items_per_site + ([wikidata] if wikidata else []))
     for lang in dbs:
         picked = choose_kind({kind: {files[0].date: files} for kind, files in docs[lang].items()}, source)
