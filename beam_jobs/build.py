@@ -36,6 +36,7 @@ from clirmatrix.beam_jobs.stages import Stage, StageLog, beam_flags, config_pars
 from clirmatrix.beam_jobs.stats import counted_while_writing, run_stats
 from clirmatrix.beam_jobs.write_release import WriteRelease, release_settings
 from clirmatrix.pipeline.config import BuildConfig, as_dict, resolve
+from clirmatrix.pipeline.errors import add_note
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.io.fingerprint import fingerprint
 from clirmatrix.pipeline.io.localio import check_folder_path, md5_of
@@ -121,16 +122,8 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
             note = f"{marked[0]} stays marked unfinished ({layout.IN_PROGRESS}); finished stages are kept; run the same command again to resume"
         else:
             note = "the build had not started writing; run the same command again to start it"
-        _add_note(interrupt, note)
+        add_note(interrupt, note)
         raise
-
-
-def _add_note(error: BaseException, note: str) -> None:
-    """``error.add_note(note)``; on Python 3.10, where tracebacks do not show notes, only ``__notes__`` (what the command line reads)."""
-    if hasattr(error, "add_note"):
-        error.add_note(note)
-    else:
-        error.__notes__ = [*getattr(error, "__notes__", []), note]
 
 
 def _run_build(config: BuildConfig, beam_args: Sequence[str] = (), marked: list[str] | None = None) -> BuildResult:

@@ -19,3 +19,15 @@ class InvalidInputError(InputError, ValueError):
 
 class MissingInputError(InputError, FileNotFoundError):
     """A file or folder the command needs is not there."""
+
+
+def add_note(error: BaseException, note: str) -> None:
+    """``error.add_note(note)``: what a stopped command kept, which the command line prints after ``interrupted``.
+
+    Python 3.10 has no ``add_note`` (nor shows notes in tracebacks): there the note goes
+    into ``__notes__`` alone, which is what the command line reads.
+    """
+    if hasattr(error, "add_note"):
+        error.add_note(note)
+    else:
+        error.__notes__ = [*getattr(error, "__notes__", []), note]

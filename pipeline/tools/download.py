@@ -46,7 +46,7 @@ from urllib.parse import urlparse
 import orjson
 
 from clirmatrix.pipeline.config import comma_list
-from clirmatrix.pipeline.errors import InputError, InvalidInputError
+from clirmatrix.pipeline.errors import InputError, InvalidInputError, add_note
 from clirmatrix.pipeline.io.localio import atomic_write
 from clirmatrix.pipeline.method.languages import BI139_LANGUAGES, MULTI8_LANGUAGES, check_langs
 from clirmatrix.pipeline.output import layout
@@ -489,7 +489,7 @@ class Interrupted(KeyboardInterrupt):
         what = (f"kept {count} partial file{'' if count == 1 else 's'} (.part) in {self.folder}; run the same command again to resume" if count
                 else f"nothing had arrived, nothing kept in {self.folder}; run the same command again")
         super().__init__(f"interrupted: {what}")
-        self.add_note(what)  # what a command line that reports a KeyboardInterrupt's notes shows after "interrupted"
+        add_note(self, what)  # what a command line that reports a KeyboardInterrupt's notes shows after "interrupted"
 
 
 class Stop:
