@@ -714,9 +714,7 @@ def inline_rule(name: str) -> Rule | None:
     rule = INLINE_TEMPLATES.get(key)
     if rule is not None:
         return rule
-    if key.startswith(_LANG_PREFIX):
-        return _pick("1")
-    if key.startswith(_IPA_PREFIX):
+    if key.startswith((_LANG_PREFIX, _IPA_PREFIX)):
         return _pick("1")
     if _ORDINAL_FR.fullmatch(key):
         return lambda parameters: f"{key} {parameters['1']}" if parameters.get("1") else key
