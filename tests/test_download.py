@@ -76,11 +76,7 @@ class Server:
                     server.hanging.wait(1.5 if what == "stall" else 60)
                     return
                 if what == "trickle":  # the whole body, slowly: throttled, never stalled
-                    for at in range(start, len(body), 4096):
-                        self.wfile.write(body[at : at + 4096])
-                        self.wfile.flush()
-                        time.sleep(0.02)
-                    return
+                    return self._trickle(body[start:], 4096 * 50, step=4096)  # 4 kB every 20 ms
                 if what == "drop":  # half the body, then the connection dies
                     self.wfile.write(body[start : start + (len(body) - start) // 2])
                     self.wfile.flush()
