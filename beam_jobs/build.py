@@ -17,7 +17,9 @@ Example::
 from __future__ import annotations
 
 import logging
+import os
 import platform
+import posixpath
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from importlib import metadata
@@ -26,6 +28,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from clirmatrix.beam_jobs import runners
+from clirmatrix.beam_jobs.common import default_workers
 from clirmatrix.beam_jobs.extract_docs import ExtractDocs, docs_settings
 from clirmatrix.beam_jobs.extract_sitelinks import ExtractSitelinks
 from clirmatrix.beam_jobs.label import Label
@@ -35,7 +38,7 @@ from clirmatrix.beam_jobs.retrieve import Retrieve, retrieval_settings
 from clirmatrix.beam_jobs.stages import Stage, StageLog, beam_flags, config_parser, doc_summary
 from clirmatrix.beam_jobs.stats import counted_while_writing, run_stats
 from clirmatrix.beam_jobs.write_release import WriteRelease, release_settings
-from clirmatrix.pipeline.config import BuildConfig, as_dict, resolve
+from clirmatrix.pipeline.config import BuildConfig, ConfigError, as_dict, resolve
 from clirmatrix.pipeline.errors import add_note
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.io.fingerprint import fingerprint
@@ -45,12 +48,13 @@ from clirmatrix.pipeline.method.dumps import NoDumpsError, find_dumps
 from clirmatrix.pipeline.method.retrieval import check_engine
 from clirmatrix.pipeline.output import layout
 from clirmatrix.pipeline.output.card import write_card
+from clirmatrix.pipeline.output.gzip_encoder import ENCODER
 from clirmatrix.pipeline.tools.report import write_report
 from clirmatrix.schemas.contracts import Summary
 
 LOG = logging.getLogger("clirmatrix")
 STAGES = (ExtractDocs.name, ExtractSitelinks.name, LinkEntities.name, Retrieve.name, Label.name, Propagate.name, WriteRelease.name, "stats")
-_VERSIONED = ("clirmatrix", "apache-beam", "pyarrow", "numpy", "jenkspy", "numba", "PyStemmer", "orjson", "isal", "mwparserfromhell")
+_VERSIONED = ("clirmatrix", "apache-beam", "pyarrow", "numpy", "jenkspy", "numba", "PyStemmer", "orjson", "isal", "zlib-ng", "mwparserfromhell")
 
 
 @dataclass
@@ -105,6 +109,28 @@ def input_checksums(inputs: Sequence[dict], dumps_dir: str, work_dir: str) -> li
     return described
 
 
+class OutInDumpsError(ConfigError):
+    """``--out`` is the ``--dumps`` folder or holds it."""
+
+
+def check_out_apart_from_dumps(dumps: str, out: str) -> None:
+    """Refuse an ``--out`` that is ``--dumps`` or holds it: the build replaces ``BI-139/``, ``MULTI-8/``, ``DOCS/``,
+    ``DOCS-FULL/`` and ``downloads.json.gz`` in ``--out``, and ``validate`` of ``--out`` would meet the dumps.
+
+    An ``--out`` inside ``--dumps`` is taken: the dumps search walks it too, but no released
+    file's name is a dump's.
+    """
+
+    def normal(path: str) -> str:
+        return posixpath.normpath(path) if fileio.is_remote(path) else os.path.realpath(path)
+
+    dumps_path, out_path = normal(dumps), normal(out)
+    if dumps_path == out_path:
+        raise OutInDumpsError(f"--out {out} is the --dumps folder: the build would write the release among the dumps; give an --out apart from --dumps")
+    if dumps_path.startswith(out_path.rstrip("/") + "/"):
+        raise OutInDumpsError(f"--dumps {dumps} is inside --out {out}: the build replaces what --out holds and validate would meet the dumps; give an --out apart from --dumps")
+
+
 def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult:
     """Run (or resume) every stage (``_run_build``).
 
@@ -138,9 +164,13 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = (), marked: list[
     if config.work:
         check_folder_path(config.work, "--work")
     config = replace(config, dumps=fileio.absolute(config.dumps), out=fileio.absolute(config.out), work=fileio.absolute(config.work))
+    check_out_apart_from_dumps(config.dumps, config.out)
     beam_args = beam_flags(beam_args)
     check_engine(retrieval_settings(config), config.langs)
     found, link_sources = find_dumps(config.dumps, config.langs, config.source, config.skip_missing, config.links)  # before OUT is touched
+    if config.eval_size == 0:  # allowed (a release to train on only), but never unsaid: every dev and test file is empty
+        found.notes.append("--eval-size 0: every dev, test1 and test2 file is empty (no query is held out; train gets them all)")
+        LOG.warning(found.notes[-1])
     for folder in (config.out, config.work_dir):
         fileio.check_writable(folder)
     # From here until the manifest is written, OUT is marked unfinished (layout.IN_PROGRESS):
@@ -191,7 +221,8 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = (), marked: list[
     manifest = {
         "clirmatrix": version,
         "versions": _versions(),
-        "settings": as_dict(config),
+        "gzip": ENCODER,  # what wrote the .gz files: validate compares it with its own (pipeline/output/gzip_encoder.py)
+        "settings": {**as_dict(config), "workers": config.workers or default_workers(os.cpu_count() or 1)},  # the most a stage used, not 0
         "inputs": input_checksums(docs_inputs + wikidata_inputs, config.dumps, work.root),
         "languages": langs,
         "dropped_languages": sorted(summaries[ExtractDocs.name].dropped),

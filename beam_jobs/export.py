@@ -65,8 +65,7 @@ def run_export(plan: ExportPlan, to: str, beam_args: Sequence[str] = (), workers
     reports = [report for report in reports if report.source in mine]
     damaged = sorted(report.error for report in reports if report.error)
     if damaged:  # their outputs were never written, so a rerun runs those units again
-        raise DamagedReleaseError("released files that cannot be read to their end; nothing was exported from them and "
-                                  f"{to} stays unfinished (fetch them again, then rerun):\n" + "\n".join("    " + line for line in damaged))
+        raise DamagedReleaseError.of(damaged, to)
     written = finish_export(plan, to)
     return ExportResult(to, len(plan.tasks), len(plan.tasks) - len(todo), sum(r.rows for r in reports), sum(r.qrels for r in reports),
                         sum(r.cleaned for r in reports), written)

@@ -198,8 +198,11 @@ class LocalRunner(FnApiRunner):
     (``interrupt_reaches_workers``), they start with SIGINT ignored, so that a
     terminal's Ctrl-C leaves them to the driver instead of printing a traceback
     each (a worker Beam ends itself for a stuck bundle, ``terminate_sdk_harness``,
-    then ends by its SIGKILL a minute later instead of its SIGINT). Everything else
-    is Beam's runner unchanged.
+    then ends by its SIGKILL a minute later instead of its SIGINT). In memory (one
+    worker: the units run in the driver), a Ctrl-C raised inside a unit comes out of
+    Beam as a RuntimeError of its step (``KeyboardInterrupt [while running ...]``),
+    logged with its traceback: it leaves as the KeyboardInterrupt it is, and the log
+    record is left out (``_worker_end_filter``). Everything else is Beam's runner unchanged.
     """
 
     def run_via_runner_api(self, pipeline_proto, options):  # noqa: ANN001, ANN201 (Beam's signature)
@@ -207,7 +210,12 @@ class LocalRunner(FnApiRunner):
             for environment in pipeline_proto.components.environments.values():
                 if environment.urn == python_urns.SUBPROCESS_SDK and environment.payload.endswith(_BEAM_WORKER):
                     environment.payload = local_worker_command(ignore_interrupt=ends_workers).encode()
-            return super().run_via_runner_api(pipeline_proto, options)
+            try:
+                return super().run_via_runner_api(pipeline_proto, options)
+            except Exception as error:
+                if _Ended.workers and is_interrupt(error):
+                    raise KeyboardInterrupt from None
+                raise
 
 
 # Set on a SIGINT handler that raises KeyboardInterrupt as Python's own does (the command line's):
@@ -322,9 +330,19 @@ def _leave_out_worker_ends() -> None:
             logger.addFilter(_worker_end_filter)
 
 
+def is_interrupt(error: BaseException | None) -> bool:
+    """Whether an exception is, or was raised from or during, a KeyboardInterrupt (Beam re-raises one in a unit as a RuntimeError)."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, KeyboardInterrupt) or (isinstance(error, RuntimeError) and str(error).startswith("KeyboardInterrupt [while running")):
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
+
+
 def _worker_end_filter(record: logging.LogRecord) -> bool:
-    """False (leave out) for a Beam record that reports, with its exception, a local worker's end after the driver ended them."""
-    return not (_Ended.workers and record.exc_info is not None and is_worker_end(record.exc_info[1]))
+    """False (leave out) for a Beam record that reports, with its exception, a local worker's end or the Ctrl-C, once the driver was interrupted."""
+    return not (_Ended.workers and record.exc_info is not None and (is_worker_end(record.exc_info[1]) or is_interrupt(record.exc_info[1])))
 
 
 def local_worker_command(ignore_interrupt: bool = False) -> str:

@@ -121,6 +121,7 @@ class WriteRelease(Stage):
     def run_unit(self, unit: Unit) -> Report:
         """Route a unit to the library function that does it, by the type of its task."""
         work_root, out_root, settings = self.work_root, self.out_root, self.settings
+        settings.check_encoder()
         match unit.task:
             case SplitsTask(lang):
                 return splits.write_query_splits(work_root, lang, settings.splits)

@@ -28,7 +28,10 @@ Usage: python bench/fuzz_bench.py [--cases 400] [--seed 1] [--docs-per-lang 300]
 
 ``--consumer`` fuzzes the other side instead, the commands run on a release
 (``download``, ``validate``, ``irds``; ``fuzz_consumer.py`` says how), on ``--release DIR``
-or on a build of a small sample made first.
+or on a build of a small sample made first. ``--sql`` damages SQL table dumps and checks
+every row that the damage did not touch is read (``fuzz_sql.py``). ``--commands`` runs the
+real commands: ``build`` over a ``.bz2`` dump cut at a random byte, and a Ctrl-C at a random
+moment of ``build``, ``export`` and ``dumps fetch``, each then rerun (``fuzz_commands.py``).
 """
 
 from __future__ import annotations
@@ -228,25 +231,46 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=400)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--docs-per-lang", type=int, default=300)
+    parser.add_argument("--docs-per-lang", type=int, default=None, help="articles per language of the sample [default: 300; --commands: 2000, the sample's own]")
     parser.add_argument("--out", default="bench/out/fuzz")
     parser.add_argument("--consumer", action="store_true", help="fuzz download, validate and irds instead of the dump readers")
     parser.add_argument("--release", default=None, help="with --consumer: a build or download to damage [default: build a small sample]")
+    parser.add_argument("--sql", action="store_true", help="fuzz the SQL dump readers row by row instead (fuzz_sql.py)")
+    parser.add_argument("--sql-rows", type=int, default=20_000, help="with --sql: rows of each clean dump")
+    parser.add_argument("--commands", action="store_true", help="run the commands instead: bz2 dumps cut, Ctrl-C in build, export, dumps fetch (fuzz_commands.py)")
+    parser.add_argument("--kinds", default="bz2 cut,build,export,dumps fetch", help="with --commands: which kinds of case, comma-separated")
+    parser.add_argument("--min-docs", type=int, default=1000, help="with --commands: the build's --min-docs")
     args = parser.parse_args()
     out = Path(args.out)
+    if args.commands:
+        from fuzz_commands import print_command_tally, run_command_cases
+
+        kinds = tuple(kind.strip() for kind in args.kinds.split(","))
+        print_command_tally(run_command_cases(args.cases, args.seed, out / "commands", args.docs_per_lang or 2000, args.min_docs, kinds))
+        return
+    args.docs_per_lang = args.docs_per_lang or 300
     if args.consumer:
         run_consumer(args, out)
         return
+    if args.sql:
+        from fuzz_sql import run_sql_cases
+
+        print_tally(run_sql_cases(args.cases, args.seed, args.sql_rows, out / "sql"), "table")
+        return
     inputs = prepare_inputs(out, args.docs_per_lang)
-    outcomes = run_cases(inputs, args.cases, args.seed, out / "damaged")
+    print_tally(run_cases(inputs, args.cases, args.seed, out / "damaged"))
+
+
+def print_tally(outcomes: list, first: str = "input") -> None:
+    """The verdicts per input and damage (``Outcome``s, or anything with their fields), then every lost or crashed case."""
     by_kind: dict[tuple[str, str], Counter] = {}
     for outcome in outcomes:
         by_kind.setdefault((outcome.input, outcome.mutation), Counter())[outcome.verdict] += 1
-    print(f"{'input':<18} {'damage':<10} {'tried':>6} {'passed':>7} {'failed':>7} {'lost':>5} {'crashed':>8}")
+    print(f"{first:<18} {'damage':<14} {'tried':>6} {'passed':>7} {'failed':>7} {'lost':>5} {'crashed':>8}")
     for (fmt, mutation), counts in sorted(by_kind.items()):
-        print(f"{fmt:<18} {mutation:<10} {sum(counts.values()):>6} {counts['passed']:>7} {counts['failed']:>7} {counts['lost']:>5} {counts['crashed']:>8}")
+        print(f"{fmt:<18} {mutation:<14} {sum(counts.values()):>6} {counts['passed']:>7} {counts['failed']:>7} {counts['lost']:>5} {counts['crashed']:>8}")
     total = tally(outcomes)
-    print(f"{'all':<29} {len(outcomes):>6} {total['passed']:>7} {total['failed']:>7} {total['lost']:>5} {total['crashed']:>8}")
+    print(f"{'all':<33} {len(outcomes):>6} {total['passed']:>7} {total['failed']:>7} {total['lost']:>5} {total['crashed']:>8}")
     for outcome in outcomes:
         if outcome.verdict in ("lost", "crashed"):
             print(f"{outcome.verdict}: {outcome.input} {outcome.damage}: {outcome.detail}")

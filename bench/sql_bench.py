@@ -146,12 +146,12 @@ def _title(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
 
 
-def _write_statements(handle, table: str, tuples) -> None:
+def _write_statements(handle, table: str, tuples, line_bytes: int = LINE_BYTES) -> None:
     prefix = f"INSERT INTO `{table}` VALUES ".encode()
     line: list[bytes] = []
     size = len(prefix)
     for value in tuples:
-        if line and size + len(value) + 1 > LINE_BYTES:
+        if line and size + len(value) + 1 > line_bytes:
             handle.write(prefix + b",".join(line) + b";\n")
             line, size = [], len(prefix)
         line.append(value)
@@ -160,8 +160,8 @@ def _write_statements(handle, table: str, tuples) -> None:
         handle.write(prefix + b",".join(line) + b";\n")
 
 
-def write_items_per_site(path: Path, rows: int, seed: int = 7) -> None:
-    """A generated wb_items_per_site dump of ``rows`` rows (gzip level 6)."""
+def write_items_per_site(path: Path, rows: int, seed: int = 7, line_bytes: int = LINE_BYTES) -> None:
+    """A generated wb_items_per_site dump of ``rows`` rows (gzip level 6), INSERT lines of up to ``line_bytes``."""
     rng = random.Random(seed)
     names, weights = _sites(rng)
     picks = rng.choices(names, weights, k=rows)
@@ -173,11 +173,11 @@ def write_items_per_site(path: Path, rows: int, seed: int = 7) -> None:
 
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz:
         gz.write(HEADER.format(db="wikidatawiki", table="wb_items_per_site", columns=ITEMS_COLUMNS).encode())
-        _write_statements(gz, "wb_items_per_site", tuples())
+        _write_statements(gz, "wb_items_per_site", tuples(), line_bytes)
         gz.write(FOOTER.format(table="wb_items_per_site").encode())
 
 
-def write_page_props(path: Path, rows: int, seed: int = 8) -> None:
+def write_page_props(path: Path, rows: int, seed: int = 8, line_bytes: int = LINE_BYTES) -> None:
     """A generated enwiki-shaped page_props dump: wikibase_item on a third of the rows."""
     rng = random.Random(seed)
     props = ("wikibase_item", "wikibase-shortdesc", "defaultsort", "page_image_free", "displaytitle", "notoc", "wikibase-badge-Q17437796")
@@ -199,7 +199,7 @@ def write_page_props(path: Path, rows: int, seed: int = 8) -> None:
 
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz:
         gz.write(HEADER.format(db="enwiki", table="page_props", columns=PROPS_COLUMNS).encode())
-        _write_statements(gz, "page_props", tuples())
+        _write_statements(gz, "page_props", tuples(), line_bytes)
         gz.write(FOOTER.format(table="page_props").encode())
 
 

@@ -147,10 +147,8 @@ class _Md5Sink:
 
 
 def compress_texts(texts: dict[str, bytes], out_root: str) -> dict[str, str]:
-    """The floor's timed part: each text through isal's GzipFile at the release's level, in ``COMPRESS_CHUNK`` slices, into a file, md5 on the way."""
-    import isal.igzip
-
-    from clirmatrix.pipeline.output.writers import COMPRESS_CHUNK, GZIP_LEVEL
+    """The floor's timed part: each text through the release's gzip encoder (zlib-ng at its level, ``CHUNK`` slices), into a file, md5 on the way."""
+    from clirmatrix.pipeline.output.gzip_encoder import GzipEncoder
 
     md5s = {}
     for path, text in texts.items():
@@ -158,10 +156,9 @@ def compress_texts(texts: dict[str, bytes], out_root: str) -> dict[str, str]:
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "wb") as raw:
             sink = _Md5Sink(raw)
-            with isal.igzip.GzipFile(filename="", mode="wb", fileobj=sink, mtime=0, compresslevel=GZIP_LEVEL) as stream:
-                view = memoryview(text)
-                for start in range(0, len(text), COMPRESS_CHUNK):
-                    stream.write(view[start : start + COMPRESS_CHUNK])
+            encoder = GzipEncoder(sink)
+            encoder.write(text)
+            encoder.close()
         md5s[path] = sink.md5.hexdigest()
     return md5s
 

@@ -2,20 +2,25 @@
 
 Each command parses its flags, calls the library, and turns the library's typed
 input errors (``clirmatrix.pipeline.errors.InputError``) into a one-paragraph
-message and exit 2; no traceback for bad input, and every other exception keeps
-its traceback (it is a bug). Unknown ``--flags`` of ``extract`` go to Apache Beam (``--runner=...``).
+message and exit 2; no traceback for bad input. So does an ``OSError`` the machine
+causes about a path (a folder the user may not write, a read-only or full disk:
+``environment_error``), in one line naming the path. Every other exception keeps its
+traceback (it is a bug). Unknown ``--flags`` of ``extract`` go to Apache Beam (``--runner=...``).
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import re
 import sys
 from dataclasses import fields
 
 import click
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.markup import escape
 from rich.table import Table
 
 from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_SEED, DEFAULT_TRAIN_SIZE
@@ -301,14 +306,32 @@ def search(corpus: str, queries: str, lang: str | None, analyzer: str | None, k:
 @click.argument("root", type=click.Path(exists=True, file_okay=False))
 @click.option("--train-size", type=click.IntRange(min=0), default=None, help=f"Most queries of a base train file [default: the build's own; {DEFAULT_TRAIN_SIZE:,} for a download].")
 @click.option("--eval-size", type=click.IntRange(min=0), default=None, help=f"Most queries of a dev/test file [default: the build's own; {DEFAULT_EVAL_SIZE:,} for a download].")
-def validate(root: str, train_size: int | None, eval_size: int | None) -> None:
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes reading files [default: the cores; one for a tree under 64 MB].")
+def validate(root: str, train_size: int | None, eval_size: int | None, workers: int | None) -> None:
     """Check a build or a download against every rule of the release; exit 1 when any fails."""
-    from clirmatrix.pipeline.tools.validate import print_report
+    import time
+
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    from clirmatrix.pipeline.tools.validate import print_report, release_sizes
     from clirmatrix.pipeline.tools.validate import validate as check_tree
 
-    with console.status(f"checking {root}"):
-        report = check_tree(root, train_size=train_size, eval_size=eval_size)
+    sizes = release_sizes(root)
+    started = time.monotonic()
+    # Refreshed as files are read, not by a thread: with no other thread running, validate forks its workers (the quickest start).
+    columns = ("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True, auto_refresh=False) as bar:
+        task = bar.add_task("checking", total=sum(sizes.values()) or None)
+        done = {"files": 0}
+
+        def read(path: str) -> None:
+            done["files"] += 1
+            bar.update(task, advance=sizes.get(path, 0), description=f"checking {done['files']:,}/{len(sizes):,} files")
+            bar.refresh()
+
+        report = check_tree(root, train_size=train_size, eval_size=eval_size, on_file=read, workers=workers)
     print_report(report, console)
+    console.print(f"read {len(sizes):,} files, {sum(sizes.values()) / 1e6:,.1f} MB in {time.monotonic() - started:,.1f} s", highlight=False)
     if not report.ok:
         click.get_current_context().exit(1)
 
@@ -383,6 +406,7 @@ def download(dataset: str, src: str, tgt: str, splits: str, to_dir: str, base_ur
 
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
+    from clirmatrix.pipeline.io.localio import check_folder_path
     from clirmatrix.pipeline.tools.download import prepare_download, run_download
 
     planned = prepare_download(dataset, src, tgt, _langs(splits) or [], base_url, index, no_index)
@@ -398,6 +422,8 @@ def download(dataset: str, src: str, tgt: str, splits: str, to_dir: str, base_ur
         console.print(f"{len(files):,} files, {known / 1e6:,.1f} MB" + (f" (+{unsized:,} of unknown size)" if unsized else ""))
         _print_absent(planned.absent)
         return
+    check_folder_path(to_dir, "--to")
+    os.makedirs(to_dir, exist_ok=True)  # a --to the user may not write is one line (main), before the progress bar starts
     lock = threading.Lock()
     columns = ("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console) as bar:
@@ -550,6 +576,29 @@ def _add_dumps_and_export_commands() -> None:
 _add_dumps_and_export_commands()
 
 
+# An OSError of these about a path is the machine's, not a bug: a folder the user may not write, a read-only or full disk.
+_ENVIRONMENT_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+# The hidden names a file is written under before it gets its own (localio.atomic_write, fileio's, download's .part).
+_TEMPORARY_NAME = re.compile(r"^\.(?P<name>.+?)(?:\.tmp-[0-9a-f]{12}|\.part)$")
+
+
+def environment_error(error: OSError) -> str | None:
+    """One line for an OSError the machine caused (``_ENVIRONMENT_ERRNOS``, about a path), naming the path: ``cannot write to
+    PATH: Permission denied``, as the build's own write check says it; None for any other, a bug, which keeps its traceback.
+
+    A hidden temporary name is shown as the file it was to become; a path that is there and
+    may not be read is ``cannot read PATH``.
+    """
+    if error.errno not in _ENVIRONMENT_ERRNOS or error.filename is None:
+        return None
+    path = os.fsdecode(error.filename)
+    folder, name = os.path.split(path)
+    if temporary := _TEMPORARY_NAME.match(name):
+        path = os.path.join(folder, temporary["name"])
+    unreadable = error.errno in (errno.EACCES, errno.EPERM) and os.path.exists(path) and not os.access(path, os.R_OK)
+    return f"cannot {'read' if unreadable else 'write to'} {path}: {error.strerror or os.strerror(error.errno)}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run a command, map library errors to messages and exit codes.
 
@@ -567,7 +616,6 @@ def main(argv: list[str] | None = None) -> int:
     """
     import atexit
     import contextlib
-    import errno
     import signal
     import threading
 
@@ -622,11 +670,15 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as error:  # our typed input errors only: a bug elsewhere keeps its traceback
         console.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
         return 2
-    except OSError as error:  # the reader of our output went away (| head): quiet, as click's main is
-        if error.errno != errno.EPIPE:
+    except OSError as error:
+        if error.errno == errno.EPIPE:  # the reader of our output went away (| head): quiet, as click's main is
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+        line = environment_error(error)
+        if line is None:  # any other OSError is a bug of ours: its traceback
             raise
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        console.print(f"[red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+        return 2
     finally:
         if ours:
             signal.signal(signal.SIGINT, signal.default_int_handler)

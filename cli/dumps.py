@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import click
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
+from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.method.input_kinds import LINKS, SOURCES
 from clirmatrix.pipeline.tools.dumps_fetch import DEFAULT_CONNECTIONS
 from clirmatrix.pipeline.tools.dumps_site import DEFAULT_MIRROR, DumpListing, OfferedFile, nothing_to_fetch
@@ -32,12 +35,36 @@ def _listing_options(command):
     return command
 
 
+class NotAMirrorError(InvalidInputError):
+    """``--mirror`` names a local folder that is missing, or is not laid out as the dumps site is."""
+
+
+def check_local_mirror(mirror: str) -> None:
+    """Refuse a ``--mirror`` folder (a path or ``file://`` URL) that is not there or holds neither ``other/`` nor a ``{wiki}/``
+    folder, the dumps site's layout: one line, where listing it would give an empty table and notes of 404s."""
+    if "://" in mirror and not mirror.startswith("file://"):
+        return  # a server: its pages say what it is
+    folder = Path(unquote(urlparse(mirror).path) if mirror.startswith("file://") else mirror)
+    if not folder.is_dir():
+        raise NotAMirrorError(f"--mirror {mirror}: {'no such folder' if not folder.exists() else 'a file, not a folder'}")
+    entries = list(folder.iterdir())
+    if any(entry.is_dir() and (entry.name == "other" or entry.name.endswith("wiki")) for entry in entries):
+        return
+    from clirmatrix.pipeline.method.dumps import classify
+
+    dumps = "; it holds dumps themselves, which build --dumps and plan --dumps read" if any(classify(entry.name) for entry in entries) else ""
+    raise NotAMirrorError(
+        f"--mirror {mirror} is not a dumps mirror: it holds no other/ and no {{wiki}}/ folder (the site's layout: enwiki/20261101/..., other/enterprise_html/runs/...){dumps}"
+    )
+
+
 def _make_listing(langs: str | None, date: str, mirror: str, source: str, links: str) -> DumpListing:
     from clirmatrix.pipeline.config import comma_list
     from clirmatrix.pipeline.method.languages import BI139_LANGUAGES, WIKIPEDIA_LANGUAGES, check_langs
     from clirmatrix.pipeline.tools.dumps_site import list_dumps
 
     chosen = check_langs(comma_list(langs), sorted(WIKIPEDIA_LANGUAGES), "--langs", kind="Wikipedia language") if langs else list(BI139_LANGUAGES)
+    check_local_mirror(mirror)
     with _console().status("reading the dumps site") as status:
         return list_dumps(chosen, date, mirror, source, links, on_step=lambda what: status.update(f"reading the dumps site: {what}"))
 

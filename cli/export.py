@@ -37,12 +37,17 @@ def export(ctx: click.Context, root: str, fmt: str, to_dir: str, sets: str, src:
     Any further --flags go to Apache Beam (--runner dask --dask_client_address HOST:PORT, ...).
     """
     from clirmatrix.beam_jobs.export import run_export
-    from clirmatrix.pipeline.tools.export import plan_export
+    from clirmatrix.pipeline.errors import add_note
+    from clirmatrix.pipeline.tools.export import interrupted_note, plan_export
 
     plan = plan_export(root, fmt, _list(sets), _list(src), _list(tgt), _list(splits), full_docs)
     console = _console()
-    with console.status(f"exporting {len(plan.tasks):,} files as {fmt} into {to_dir}"):
-        result = run_export(plan, to_dir, ctx.args, workers)
+    try:
+        with console.status(f"exporting {len(plan.tasks):,} files as {fmt} into {to_dir}"):
+            result = run_export(plan, to_dir, ctx.args, workers)
+    except KeyboardInterrupt as interrupt:  # Ctrl-C: one line, what was kept and how to go on (the command line prints the note)
+        add_note(interrupt, interrupted_note(to_dir))
+        raise
     table = Table(title=f"export {fmt} into {to_dir}", title_justify="left")
     table.add_column("what")
     table.add_column("count", justify="right")

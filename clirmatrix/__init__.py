@@ -7,6 +7,8 @@ behind them move (``pipeline/``, ``beam_jobs/`` are internal)::
     split = QuerySplit("out/", "bi139-base", "en", "de", "test1")
     for query in split.queries(): ...      # Query(src_id, src_query)
     for qrel in split.qrels(): ...         # Qrel(src_id, doc_id, label)
+    for query, results in split.records(): ...   # both from one read
+    for batch in split.iter_batches(): ...       # SplitBatch(queries, qrels) of pyarrow RecordBatches
 
     from clirmatrix import irds            # ir_datasets (pip install 'clirmatrix[irds]')
     irds.register("out/")
@@ -28,7 +30,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from clirmatrix.beam_jobs.build import BuildResult, run_build
     from clirmatrix.pipeline.config import BuildConfig
     from clirmatrix.pipeline.errors import InputError
-    from clirmatrix.pipeline.tools.loader import Qrel, Query, QuerySplit, documents
+    from clirmatrix.pipeline.tools.loader import Qrel, Query, QuerySplit, SplitBatch, documents
     from clirmatrix.pipeline.tools.sample import write_sample_dumps
     from clirmatrix.pipeline.tools.validate import ValidationReport, validate
 
@@ -42,6 +44,7 @@ _WHERE = {
     "QuerySplit": "clirmatrix.pipeline.tools.loader",
     "Query": "clirmatrix.pipeline.tools.loader",
     "Qrel": "clirmatrix.pipeline.tools.loader",
+    "SplitBatch": "clirmatrix.pipeline.tools.loader",
     "documents": "clirmatrix.pipeline.tools.loader",
     "validate": "clirmatrix.pipeline.tools.validate",
     "ValidationReport": "clirmatrix.pipeline.tools.validate",
@@ -53,7 +56,7 @@ _WHERE = {
 }
 
 __all__ = [
-    "BuildConfig", "BuildResult", "InputError", "Qrel", "Query", "QuerySplit", "ValidationReport",
+    "BuildConfig", "BuildResult", "InputError", "Qrel", "Query", "QuerySplit", "SplitBatch", "ValidationReport",
     "__version__", "documents", "irds", "run_build", "validate", "write_sample_dumps",
 ]
 

@@ -70,7 +70,7 @@ def _field_options(names: tuple[str, ...] = (), aliases: dict[str, str] | None =
     return decorate
 
 
-_train_options = _field_options()
+_train_options = _field_options(aliases={"steps_per_epoch": "--steps"})  # as reproduce spells it
 
 
 @click.command()

@@ -33,6 +33,7 @@ from clirmatrix.models.recipes import recipe_class
 from clirmatrix.models.trainer import BEST, Trainer, TrainState
 from clirmatrix.pipeline.errors import InvalidInputError, MissingInputError
 from clirmatrix.pipeline.io.localio import check_folder_path, md5_of
+from clirmatrix.pipeline.output.layout import refuse_incomplete
 
 LOG = logging.getLogger("clirmatrix")
 ARGS = "args.json"
@@ -136,6 +137,7 @@ def run_training(args: TrainArguments, show_progress: bool = True) -> TrainState
     args = args.resolved()
     if not Path(args.data).is_dir():
         raise MissingInputError(f"--data {args.data} is not a folder; build one with clirmatrix build or fetch one with clirmatrix download")
+    refuse_incomplete(args.data)  # before the run folder is made: nothing is left behind
     if not args.out:
         raise InvalidInputError("--out (the run directory) is required")
     check_folder_path(args.out, "--out")

@@ -32,6 +32,7 @@ class QuietHandler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 64  # a dozen transfers connecting at once, none waiting a second for a SYN to be retried
 
     def handle_error(self, request, client_address) -> None:
         """A client that hung up mid-body (as a stopped transfer does) is not an error of the test server."""

@@ -6,6 +6,8 @@ bad input), and that nothing was started or written. None of these runs a build.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -241,12 +243,14 @@ def test_an_explicit_max_len_beyond_the_model_is_one_line(capsys, short_model, t
 
 def test_the_default_max_len_is_cut_to_the_model_with_a_note(capsys, short_model, tmp_path):
     release, model = short_model
-    args = ("train", "--data", str(release), "--init", str(model), "--out", str(tmp_path / "run"), *QUICK)
+    quick = [flag if flag != "--steps-per-epoch" else "--steps" for flag in QUICK]  # train spells it as reproduce does, too
+    args = ("train", "--data", str(release), "--init", str(model), "--out", str(tmp_path / "run"), *quick)
     code, output = run(capsys, *args)
     assert code == 0, output
     note = f"note: --max-len 32, not the cross-encoder default 512: the model in {model} has 32 positions"
     assert "".join(note.split()) in "".join(output.split())  # rich wraps a long path anywhere, even inside it
-    assert json.loads((tmp_path / "run" / "args.json").read_text())["max_len"] == 32  # what the run really used
+    saved = json.loads((tmp_path / "run" / "args.json").read_text())
+    assert saved["max_len"] == 32 and saved["steps_per_epoch"] == 2  # what the run really used
     code, output = run(capsys, *args)  # the same command again finds the same run, not "other settings"
     assert code == 0 and "other settings" not in output
 
@@ -277,6 +281,18 @@ def test_training_language_flags_are_checked(capsys, short_model, tmp_path, comm
     code, output = run(capsys, *command, "--data", str(release), "--init", str(model), *where)
     assert code == 2 and one_error(output).startswith(message)
     assert not (tmp_path / "run").exists() and not (tmp_path / "runs").exists()
+
+
+def test_train_on_an_unfinished_build_refuses_before_making_the_run_folder(capsys, short_model, tmp_path):
+    import shutil
+
+    release, model = short_model
+    unfinished = tmp_path / "out"
+    shutil.copytree(release, unfinished)
+    (unfinished / layout.IN_PROGRESS).write_text('{"incomplete": "clirmatrix build has not finished writing this folder; rerun clirmatrix build"}\n')
+    code, output = run(capsys, "train", "--data", str(unfinished), "--init", str(model), "--out", str(tmp_path / "run"), *QUICK)
+    assert code == 2 and one_error(output).startswith("incomplete build: rerun clirmatrix build")
+    assert not (tmp_path / "run").exists()
 
 
 def test_evaluate_language_flags_and_train_out_are_checked(capsys, short_model, tmp_path):
@@ -327,3 +343,164 @@ def test_a_truncated_bz2_dump_stops_the_build_naming_the_file(capsys, tmp_path):
     code, output = run(capsys, "build", "--dumps", str(dumps), "--out", str(tmp_path / "out"), "--min-docs", "50", "--workers", "1")
     assert code == 2 and "aborted" not in output
     assert one_error(output).startswith(f"{xml}: the bz2 stream is cut short")
+
+
+# ------------------------------------------------------------------- destinations the user may not write
+
+
+PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 24, 1, 2  # <linux/prctl.h>, <linux/capability.h>
+
+
+def _as_a_user_who_may_not_write() -> None:
+    """``preexec_fn``: the command meets a folder's permissions as a user does, even when the suite runs as root.
+
+    Root passes any permission by two capabilities; dropped from the bounding set here,
+    the command (still root after exec, but without them) is refused a root-owned 0o555
+    folder as anyone is. Dropping to nobody (65534) instead is not possible here: the
+    venv's Python lives under /root/.pyenv and /root is 0o700, so nobody could not even
+    start it; root without the two capabilities still reads its own 0o700 folders.
+    """
+    if os.geteuid() == 0:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        for capability in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH):
+            if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def _clirmatrix(*args: str, **options):
+    import shutil
+    import subprocess
+
+    script = shutil.which("clirmatrix", path=str(Path(sys.executable).parent))
+    assert script, "the clirmatrix script is installed beside this Python"
+    return subprocess.run([script, *args], capture_output=True, text=True, timeout=120, **options)
+
+
+@pytest.fixture(scope="module")
+def toy_release(tmp_path_factory):
+    """A small release (en, de): what export, download and report read."""
+    from clirmatrix.models.toy import write_toy_release
+
+    root = tmp_path_factory.mktemp("toy") / "release"
+    write_toy_release(root, langs=("en", "de"), entities=120, splits={"train": 60, "dev": 20, "test1": 20})
+    return root
+
+
+def _skip_unless_permissions_hold(folder: Path) -> None:
+    """Skip, saying why, where a command would still write into the 0o555 ``folder`` (root's override not taken away)."""
+    import subprocess
+
+    try:
+        probe = subprocess.run([sys.executable, "-c", f"open({str(folder / 'probe')!r}, 'w')"], preexec_fn=_as_a_user_who_may_not_write, capture_output=True)
+    except subprocess.SubprocessError as error:
+        pytest.skip(f"cannot take root's permission override away here: {error}")
+    if probe.returncode == 0:
+        (folder / "probe").unlink()
+        pytest.skip("the command could write a 0o555 folder here (root with its capabilities)")
+
+
+@pytest.fixture
+def locked(tmp_path, toy_release):
+    """A 0o555 folder (root's, when the suite runs as root) holding a copy of the release."""
+    import shutil
+
+    folder = tmp_path / "locked"
+    shutil.copytree(toy_release, folder)
+    folder.chmod(0o555)
+    _skip_unless_permissions_hold(folder)
+    yield folder
+    folder.chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    "command, refused",
+    [(["sample", "{locked}/dumps", "--docs-per-lang", "50", "--langs", "en"], "{locked}/dumps"),
+     (["report", "{locked}"], "{locked}/report.html"),
+     (["export", "{release}", "--format", "beir", "--to", "{locked}/beir"], "{locked}/beir"),
+     (["download", "bi139-base", "--src", "en", "--tgt", "de", "--split", "dev", "--base-url", "{release}", "--no-index", "--to", "{locked}/got"], "{locked}/got")],
+    ids=["sample", "report", "export", "download"],
+)  # fmt: skip
+def test_a_destination_the_user_may_not_write_is_one_line(locked, toy_release, command, refused):
+    before = sorted(locked.rglob("*"))
+    names = {"locked": str(locked), "release": str(toy_release)}
+    done = _clirmatrix(*(arg.format(**names) for arg in command), preexec_fn=_as_a_user_who_may_not_write)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert one_error(done.stdout + done.stderr) == f"cannot write to {refused.format(**names)}: Permission denied"
+    assert sorted(locked.rglob("*")) == before
+
+
+def test_a_file_the_user_may_not_read_is_one_line(locked, toy_release, tmp_path):
+    import shutil
+
+    shutil.copytree(toy_release, tmp_path / "release")  # writable: only the one file below is refused
+    unreadable = tmp_path / "release" / "DOCS" / "en.tsv.gz"
+    unreadable.chmod(0)
+    done = _clirmatrix("report", str(tmp_path / "release"), preexec_fn=_as_a_user_who_may_not_write)
+    assert done.returncode == 2 and one_error(done.stdout + done.stderr) == f"cannot read {unreadable}: Permission denied"
+
+
+# ------------------------------------------------------------------- build: where it writes
+
+
+def test_build_refuses_an_out_that_is_or_holds_the_dumps(capsys, dumps, tmp_path):
+    (dumps / "keep.txt").write_text("mine")
+    code, output = run(capsys, "build", "--dumps", str(dumps), "--out", str(dumps))
+    assert code == 2
+    assert one_error(output) == f"--out {dumps} is the --dumps folder: the build would write the release among the dumps; give an --out apart from --dumps"
+    (tmp_path / "link").symlink_to(dumps)  # the same folder by another name
+    code, output = run(capsys, "build", "--dumps", str(dumps), "--out", str(tmp_path / "link"))
+    assert code == 2 and one_error(output).startswith(f"--out {tmp_path / 'link'} is the --dumps folder")
+    code, output = run(capsys, "build", "--dumps", str(dumps), "--out", str(tmp_path))
+    assert code == 2 and one_error(output) == (f"--dumps {dumps} is inside --out {tmp_path}: the build replaces what --out holds and validate would meet the dumps; give an --out apart from --dumps")
+    assert sorted(p.name for p in dumps.iterdir()) == ["keep.txt"] and not (tmp_path / layout.IN_PROGRESS).exists()
+    code, output = run(capsys, "build", "--dumps", str(dumps), "--out", str(dumps / "out"))  # an --out inside --dumps is taken
+    assert code == 2 and one_error(output).startswith(f"no Wikipedia dumps found in {dumps}")
+
+
+@pytest.fixture(scope="module")
+def train_only(tmp_path_factory):
+    """(output, out): a build of --eval-size 0 with the default --workers, on a machine of one core (``os.cpu_count``: the build then runs in this process)."""
+    from clirmatrix.pipeline.tools.sample import write_sample_dumps
+
+    root = tmp_path_factory.mktemp("train-only")
+    write_sample_dumps(root / "dumps", docs_per_lang=50, langs=("en", "de"), broken=False)
+    args = ["build", "--dumps", str(root / "dumps"), "--out", str(root / "out"), "--min-docs", "10", "--train-size", "5", "--eval-size", "0"]
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(io.StringIO()) as output:
+        patch.setattr(os, "cpu_count", lambda: 1)
+        code = main(args)
+    return code, output.getvalue(), root / "out"
+
+
+def test_eval_size_0_builds_a_train_only_release_and_says_so(train_only):
+    from clirmatrix.pipeline.output.jsonl import iter_queries
+
+    code, output, out = train_only
+    assert code == 0, output[-3000:]
+    note = "--eval-size 0: every dev, test1 and test2 file is empty (no query is held out; train gets them all)"
+    assert "".join(output.split()).count("".join(note.split())) == 2  # as the build starts, and among the notes at its end
+    manifest = json.loads((out / layout.MANIFEST).read_text())
+    assert note in manifest["notes"]
+    assert not list(iter_queries(out / layout.query_file("bi139-base", "en", "de", "test1")))
+    assert list(iter_queries(out / layout.query_file("bi139-full", "en", "de", "train")))
+    assert manifest["settings"]["workers"] == 1  # what the build used (one per unit, up to the 1 core), not the default's stand-in 0
+
+
+# ------------------------------------------------------------------- dumps list --mirror
+
+
+def test_dumps_list_refuses_a_mirror_folder_that_is_missing_or_no_mirror(capsys, tmp_path):
+    from clirmatrix.pipeline.tools.sample import write_sample_dumps
+
+    code, output = run(capsys, "dumps", "list", "--mirror", str(tmp_path / "nowhere"), "--langs", "en")
+    assert code == 2 and one_error(output) == f"--mirror {tmp_path / 'nowhere'}: no such folder"
+    code, output = run(capsys, "dumps", "fetch", "--mirror", (tmp_path / "nowhere").as_uri(), "--langs", "en", "--to", str(tmp_path / "to"))
+    assert code == 2 and one_error(output) == f"--mirror {(tmp_path / 'nowhere').as_uri()}: no such folder"
+    write_sample_dumps(tmp_path / "dumps", docs_per_lang=50, langs=("en",), broken=False)  # fetched dumps, not the site's layout
+    code, output = run(capsys, "dumps", "list", "--mirror", str(tmp_path / "dumps"), "--langs", "en")
+    assert code == 2 and one_error(output) == (
+        f"--mirror {tmp_path / 'dumps'} is not a dumps mirror: it holds no other/ and no {{wiki}}/ folder (the site's layout: enwiki/20261101/..., "
+        "other/enterprise_html/runs/...); it holds dumps themselves, which build --dumps and plan --dumps read"
+    )
+    assert "note" not in output and not (tmp_path / "to").exists()

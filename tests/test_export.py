@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from clirmatrix.beam_jobs.export import run_export
 from clirmatrix.cli import main
 from clirmatrix.pipeline.output import layout
 from clirmatrix.pipeline.output.jsonl import iter_docs, walk_release
-from clirmatrix.pipeline.tools.export import IN_PROGRESS, plan_export
+from clirmatrix.pipeline.tools.export import IN_PROGRESS, REPORTS, plan_export
 from clirmatrix.pipeline.tools.loader import QuerySplit
 
 LANGS = ("de", "en", "fr")
@@ -161,16 +162,57 @@ def test_every_build_writes_its_dataset_card_and_the_report_links_it(build):
     assert f"href='{layout.CARD}'" in (build / layout.REPORT).read_text()
 
 
-def test_a_damaged_released_file_fails_the_export_by_name_and_leaves_it_unfinished(build, tmp_path, capsys):
+def _export_command(root: Path, to: Path, *more: str) -> list[str]:
+    return [sys.executable, "-m", "clirmatrix.cli", "export", str(root), "--format", "hf", "--to", str(to), "--workers", "1", *more]
+
+
+def test_a_damaged_released_file_fails_the_export_in_one_line_naming_it_and_leaves_it_unfinished(build, tmp_path):
+    """The real command: its stderr is the one error line (no pyarrow "Exception ignored in ParquetWriter.__del__"
+    before it), exit 2, the folder marked, nothing written from the damaged file, no temporary file left."""
     import shutil
 
     copy = tmp_path / "copy"
     for folder in ("BI-139", "DOCS"):
         shutil.copytree(build / folder, copy / folder)
     damaged = copy / layout.query_file("bi139-base", "en", "de", "test1")
-    damaged.write_bytes(damaged.read_bytes()[:200])  # cut short, as a broken download is
-    to = tmp_path / "beir"
-    assert main(["export", str(copy), "--format", "beir", "--to", str(to), "--src", "en", "--tgt", "de"]) == 2
-    err = capsys.readouterr().err
-    assert f"{damaged}" in err.replace("\n", "") and "damaged gzip stream" in err
-    assert (to / IN_PROGRESS).exists() and not (to / "bi139-base" / "en_de" / "qrels" / "test1.tsv").exists()
+    damaged.write_bytes(damaged.read_bytes()[:200])
+    to = tmp_path / "hf"
+    done = subprocess.run(_export_command(copy, to, "--src", "en", "--tgt", "de", "--sets", "bi139-base", "--split", "test1"),
+                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "80"}, timeout=120)
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        f"error: {damaged}:1: damaged gzip stream (EOFError: Compressed file ended before the end-of-stream marker was reached); "
+        f"nothing was exported from this released file and {to} stays unfinished (fetch it again, then rerun)"], done.stderr
+    assert (to / IN_PROGRESS).exists() and not (to / "bi139-base" / "en_de" / "test1.parquet").exists()
+    assert not [p for p in to.rglob("*") if ".tmp-" in p.name]
+
+
+def test_ctrl_c_mid_export_is_one_line_and_130_and_a_rerun_finishes_it(build, tmp_path):
+    """A SIGINT once the first unit is done: exit 130, one line, nothing unfinished under a final name; the rerun completes."""
+    import signal
+    import time
+
+    import pyarrow.parquet as pq
+    from conftest import sigint_as_in_a_terminal
+
+    to = tmp_path / "hf"
+    process = subprocess.Popen(_export_command(build, to), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_in_a_terminal,
+                               env={**os.environ, "COLUMNS": "1000"})
+    deadline = time.monotonic() + 60
+    while not list((to / REPORTS).rglob("*.json")):  # a unit's report: its file written, and known to a rerun
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.005)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, (out, err)
+    assert (out + err).split("\n") == [f"interrupted: {to} stays marked unfinished ({IN_PROGRESS}); the files exported so far are kept; "
+                                       "run the same command again to resume", ""], out + err
+    assert (to / IN_PROGRESS).exists() and not (to / "README.md").exists()
+    for written in to.rglob("*.parquet"):  # under its own name: whole
+        pq.read_metadata(written)
+    (to / "docs" / ".de.parquet.tmp-0123456789ab").write_bytes(b"PAR1 half")  # what a worker ended by the Ctrl-C leaves
+    plan = plan_export(build, "hf")
+    again = run_export(plan, str(to), workers=1)
+    manifest = orjson.loads((build / layout.MANIFEST).read_bytes())
+    assert 0 < again.skipped < len(plan.tasks) and not (to / IN_PROGRESS).exists()
+    assert again.rows == sum(manifest["files"][f.path]["records"] for f in _query_files(build)) + manifest["counts"]["sets"]["docs"]["lines"]
+    assert not [p for p in to.rglob("*") if ".tmp-" in p.name]

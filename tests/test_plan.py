@@ -122,3 +122,63 @@ def test_the_command_prints_the_plan_and_one_line_errors(tmp_path, capsys, monke
     assert "not a dumps listing" in capsys.readouterr().err
     assert main(["plan"]) == 2
     assert "--dumps" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def fresh_dumps(tmp_path_factory):
+    """Today's kinds, as `clirmatrix sample` writes them: en as Enterprise HTML (.tar.gz), fr as multistream XML (.bz2)."""
+    from clirmatrix.pipeline.tools.sample import write_sample_dumps
+
+    folder = tmp_path_factory.mktemp("fresh") / "dumps"
+    write_sample_dumps(folder, docs_per_lang=60, langs=("en", "fr"), broken=False)
+    return folder
+
+
+def _cut_copy(fresh_dumps, tmp_path, pattern: str, stamped: bool = False):
+    """A copy of the dumps with the file matching ``pattern`` cut to half its bytes (a download that stopped): (folder, cut file).
+
+    ``stamped``: every document dump was first verified and stamped as ``dumps fetch`` does it (size and md5 as published).
+    """
+    import os
+    import shutil
+
+    from clirmatrix.pipeline.io.localio import md5_of
+    from clirmatrix.pipeline.tools.download import Wanted
+    from clirmatrix.pipeline.tools.dumps_fetch import write_stamp
+
+    folder = tmp_path / "dumps"
+    shutil.copytree(fresh_dumps, folder)
+    for path in sorted(folder.glob("*wiki-*.*.bz2")) + sorted(folder.glob("*wiki-*.tar.gz")) if stamped else ():
+        with path.open("rb") as handle:
+            write_stamp(path, Wanted(path.name, f"https://dumps.example/{path.name}", md5_of(handle), path.stat().st_size))
+    (cut,) = folder.glob(pattern)
+    os.truncate(cut, cut.stat().st_size // 2)
+    return folder, cut
+
+
+@pytest.mark.parametrize("pattern", ["enwiki-NS0-*-ENTERPRISE-HTML.json.tar.gz", "frwiki-*-pages-articles-multistream.xml.bz2"], ids=["html.tar.gz", "xml.bz2"])
+def test_plan_reads_each_dump_to_its_end_and_names_one_cut_short(fresh_dumps, tmp_path, capsys, pattern):
+    """Counted before from the half it had (en 1,218 documents of 2,425, exit 0); now one line naming the file, exit 2."""
+    from clirmatrix.cli import main
+
+    whole = {lang.lang: lang.documents for lang in plan.inputs_from_dumps(str(fresh_dumps)).languages}
+    assert all(whole.values())
+    folder, cut = _cut_copy(fresh_dumps, tmp_path, pattern)
+    assert main(["plan", "--dumps", str(folder)]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(errors) == 1 and "Traceback" not in errors[0], errors
+    assert errors[0].startswith(f"error: {cut}: truncated_stream at line ") and errors[0].endswith("plan reads each dump to its end, and the build would stop on this one: fetch it again")
+
+
+def test_plan_checks_a_fetched_dump_against_the_size_dumps_fetch_verified(fresh_dumps, tmp_path):
+    """A dump ``dumps fetch`` verified and stamped, cut since: refused by its size, read or not; unstamped and not read: the note says so."""
+    folder, cut = _cut_copy(fresh_dumps, tmp_path, "frwiki-*-pages-articles-multistream.xml.bz2", stamped=True)
+    whole = (fresh_dumps / cut.name).stat().st_size
+    with pytest.raises(InputError) as error:
+        plan.inputs_from_dumps(str(folder), count_limit=0)  # the folder's dumps not read: the stamp still tells
+    assert str(error.value) == (f"{cut}: {whole // 2:,} bytes, but clirmatrix dumps fetch verified it at {whole:,} (the size the dumps site published): "
+                                "it was cut or changed since; fetch it again")
+    inputs = plan.inputs_from_dumps(str(fresh_dumps), count_limit=0)  # whole, but never fetched: estimated, and said to be unchecked
+    (note,) = [note for note in inputs.notes if note.startswith("documents estimated")]
+    (html,) = fresh_dumps.glob("enwiki-*.tar.gz")
+    assert note.endswith(f"not read, so a dump cut short is not noticed: no dumps fetch stamp to check the size of {html.name}, {cut.name})")

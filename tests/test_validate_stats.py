@@ -14,6 +14,7 @@ import orjson
 import pytest
 from conftest import real_fixture
 
+from clirmatrix.pipeline.output.gzip_encoder import ENCODER
 from clirmatrix.pipeline.output.jsonl import MalformedRecordError, iter_docs, iter_queries
 from clirmatrix.pipeline.output.layout import INDEX, MANIFEST, docs_file, index_key, parse_path, query_file
 from clirmatrix.pipeline.output.stats import collect_stats, direction_stats, write_stats
@@ -63,8 +64,8 @@ def line_bytes(item):
     return item if isinstance(item, bytes) else item.encode() if isinstance(item, str) else json.dumps(item).encode()
 
 
-def write(root, files, build=True, index=True, size_key="size"):
-    """Write the tree as gzip files; the index holds the md5 and size of what was written."""
+def write(root, files, build=True, index=True, size_key="size", encoder=ENCODER):
+    """Write the tree as gzip files; the index holds the md5 and size of what was written; a build's manifest records ``encoder`` (unless None)."""
     entries = {}
     for path, lines in files.items():
         target = root / path
@@ -83,6 +84,8 @@ def write(root, files, build=True, index=True, size_key="size"):
             handle.write(orjson.dumps(entries))
     if build:
         manifest = {"counts": {"sets": {}}, "files": {path: {"records": len(lines)} for path, lines in files.items()}}
+        if encoder is not None:
+            manifest["gzip"] = encoder
         (root / MANIFEST).write_bytes(orjson.dumps(manifest))
     return root
 
@@ -98,6 +101,17 @@ def only(report, rule):
 
 BASE = query_file("bi139-base", "en", "de", "train")
 FULL = query_file("bi139-full", "en", "de", "train")
+
+
+@pytest.mark.parametrize("recorded", [None, {**ENCODER, "encoder": "isal", "library": "2.31.0", "package": "1.9.1"}, {**ENCODER, "level": 6}], ids=["unrecorded", "isal", "level"])
+def test_a_build_written_by_another_gzip_encoder_is_valid_with_a_warning_naming_it(tmp_path, recorded):
+    """The text is what counts for validity; the warning says a rebuild here would not reproduce the md5s."""
+    report = v.validate(str(write(tmp_path, release(), encoder=recorded)))
+    assert report.ok
+    [warning] = report.warnings
+    assert (warning.path, warning.rule) == (MANIFEST, v.ENCODER_RULE)
+    expected = "isal 2.31.0" if recorded and recorded["encoder"] == "isal" else "level 6" if recorded else "does not record"
+    assert expected in warning.message and f"zlib-ng {ENCODER['library']}" in warning.message
 
 
 # -- a valid tree ------------------------------------------------------------------------------
@@ -477,3 +491,16 @@ def test_stray_files_in_a_release_are_listed_up_to_ten_then_counted(tmp_path):
         (tmp_path / "DOCS" / f"notes-{i}.txt").write_text("x")
     layout_findings = only(v.validate(str(tmp_path)), v.LAYOUT)
     assert len(layout_findings) == v.MAX_EXAMPLES + 1 and "15 more files" in layout_findings[-1].message
+
+
+def test_two_worker_processes_report_what_one_process_does(tmp_path):
+    """validate's units spread over processes: the same findings, in the same order, as read in this process."""
+    files = release()
+    move_query(files, "4", "en", "fr", "test1", "train")  # leakage across directions: a rule over the units' ids
+    files[FULL] = list(reversed(files[FULL]))  # query order
+    files[BASE][0]["tgt_results"][0][1] = 9  # a label out of range
+    tree = write(tmp_path, files)
+    (tmp_path / docs_file("docs", "fr")).write_bytes(gzip.compress(b"1\tx\n1\ty\n"))  # a repeated doc id; the index md5 no longer matches
+    alone, spread = v.validate(str(tree), workers=1), v.validate(str(tree), workers=2)
+    assert not alone.ok and {v.LEAKAGE, v.QUERY_ORDER, v.LABEL_RANGE, v.DUPLICATE_DOC, v.CHECKSUM} <= {f.rule for f in alone.failures}
+    assert (spread.failures, spread.warnings, spread.queries, spread.docs) == (alone.failures, alone.warnings, alone.queries, alone.docs)

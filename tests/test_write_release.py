@@ -14,8 +14,10 @@ from clirmatrix.pipeline.method.corpus import WorkDirs
 from clirmatrix.pipeline.method.propagation import query_groups
 from clirmatrix.pipeline.method.splits import SplitSettings, write_eval_keys, write_eval_picks, write_query_splits
 from clirmatrix.pipeline.output import layout, writers
+from clirmatrix.pipeline.output.gzip_encoder import CHUNK as COMPRESS_CHUNK
+from clirmatrix.pipeline.output.gzip_encoder import gzip_bytes
 from clirmatrix.pipeline.output.release import QueryText, ReleaseSettings, Results, base_fill, in_release_order, render_lines, write_direction
-from clirmatrix.pipeline.output.writers import COMPRESS_CHUNK, Lines, SortedLines, filler, gzip_lines, query_line
+from clirmatrix.pipeline.output.writers import Lines, SortedLines, filler, gzip_lines, query_line
 from clirmatrix.schemas import CATALOG, PROPAGATED
 from clirmatrix.schemas.contracts import LanguagePlan
 
@@ -103,7 +105,7 @@ def test_sorted_lines_write_blocks_already_in_key_order_as_one_sorted_write(tmp_
 
 
 def test_the_compressor_gets_the_same_slices_however_the_text_arrives(tmp_path):
-    """isal's bytes depend on how its input is cut: always COMPRESS_CHUNK slices of the file's text, as one write gives."""
+    """Some deflate levels' bytes depend on how input is cut: the encoder always gets CHUNK slices of the file's text, as one write gives."""
     text = np.random.default_rng(2).integers(32, 127, int(2.5 * COMPRESS_CHUNK), dtype=np.uint8).tobytes()
     with gzip_lines(str(tmp_path / "whole.gz")) as whole:
         whole.write_text(text, 1)
@@ -112,6 +114,7 @@ def test_the_compressor_gets_the_same_slices_however_the_text_arrives(tmp_path):
         for start, end in zip(np.r_[0, cuts], np.r_[cuts, len(text)]):
             pieces.write_text(memoryview(text)[start:end], 0)
     assert pieces.record.md5 == whole.record.md5 and gzip.decompress((tmp_path / "pieces.gz").read_bytes()) == text
+    assert (tmp_path / "whole.gz").read_bytes() == gzip_bytes(text)
 
 
 def _direction(root, queries: int = 900, tgt_docs: int = 3_000, block_size: int = 200) -> tuple[LanguagePlan, LanguagePlan]:
@@ -149,3 +152,18 @@ def test_a_direction_writes_the_same_files_whether_its_runs_spill_or_not(tmp_pat
     records = [json.loads(line) for line in train]
     assert len(records) == 150 and all(len(r["tgt_results"]) == 100 for r in records)
     assert [int(r["src_id"]) for r in records] == sorted(int(r["src_id"]) for r in records)
+
+
+def test_a_worker_with_another_gzip_encoder_refuses_to_write(tmp_path):
+    """The driver's encoder travels in the settings; a worker with another zlib-ng (a cluster's own install) stops before writing a byte."""
+    from clirmatrix.beam_jobs.write_release import WriteRelease
+    from clirmatrix.pipeline.output.gzip_encoder import ENCODER
+    from clirmatrix.pipeline.output.release import EncoderMismatchError
+    from clirmatrix.schemas.contracts import DocsTask, Unit
+
+    ReleaseSettings().check_encoder()
+    driver = ReleaseSettings(gzip={**ENCODER, "package": "0.9.0", "library": "2.1.7"})
+    stage = WriteRelease(str(tmp_path / "work"), str(tmp_path / "out"), driver)
+    with pytest.raises(EncoderMismatchError, match=r"install zlib-ng==0\.9\.0 on every worker"):
+        stage.run_unit(Unit("plan", "docs.xx", DocsTask("xx")))
+    assert not (tmp_path / "out").exists()

@@ -153,6 +153,28 @@ def _whole_tuples_check(shape: bytes) -> Callable[[bytes], int]:
     return count
 
 
+_BEFORE_TUPLE = frozenset((b",", b" ", b"\t", b"\n", b"\r"))  # what comes before a tuple: its comma, or the space after VALUES
+
+
+def _next_tuple(chunk: bytes, position: int) -> int:
+    """Where reading goes on after a malformed stretch at ``position``: the next tuple, or -1.
+
+    That is the first ``(`` after a ``,`` (or a space) from which a whole tuple parses and is followed by
+    ``,`` or the chunk's end: the damaged stretch costs its own tuple and no good one after
+    it. (Searching for ``),(`` instead skipped the next tuple when the damage had eaten a
+    ``)``, and the rest of the line when it had flipped a string open across ``),(``.) Inside
+    a string such a place is all but impossible; where one occurs, it is read as a tuple,
+    which the table's checks then count as bad: one row too many counted, none lost.
+    """
+    at = position
+    while (at := chunk.find(b"(", at + 1)) >= 0:
+        if chunk[at - 1 : at] in _BEFORE_TUPLE:
+            parsed = parse_tuple(chunk, at)
+            if parsed is not None and (parsed[1] == len(chunk) or chunk[parsed[1] : parsed[1] + 1] == b","):
+                return at
+    return -1
+
+
 class _Table:
     """What one table's reader does with its chunks; subclasses fill in the shapes and rows."""
 
@@ -192,18 +214,20 @@ class _Table:
                     return results, n
         return self._tokenized(chunk, line, first)
 
-    def _tokenized(self, chunk: bytes, line: int, first: int) -> tuple[list, int]:
+    def _tokenized(self, chunk: bytes, line: int, first: int, unended: int | None = None) -> tuple[list, int]:
+        """Tuple by tuple; ``unended``: the chunk is what the statement of that line left when it never ended."""
         results = []
         position, index, end = 0, first, len(chunk)
         while position < end:
             parsed = parse_tuple(chunk, position)
             if parsed is None:
-                resync = chunk.find(b"),(", position)
-                self.report.reject(line, MALFORMED_SQL, f"tuple {index} of the INSERT statement is not SQL values: {chunk[position:position + 120]!r}")
+                resync = _next_tuple(chunk, position)
+                what = f"of the INSERT statement of line {unended:,} never ends" if unended is not None and resync < 0 else "of the INSERT statement is not SQL values"
+                self.report.reject(line, MALFORMED_SQL, f"tuple {index} {what}: {chunk[position:position + 120]!r}")
                 index += 1
-                if resync < 0:
+                position = resync
+                if position < 0:
                     break
-                position = resync + 2
                 continue
             values, position = parsed
             result = self.slow_result(values, line, index)
@@ -213,10 +237,9 @@ class _Table:
             if position < end:
                 if chunk[position : position + 1] != b",":
                     self.report.reject(line, MALFORMED_SQL, f"after tuple {index - 1}: expected ',' between tuples, found {chunk[position:position + 40]!r}")
-                    resync = chunk.find(b"),(", position)
-                    if resync < 0:
+                    position = _next_tuple(chunk, position)
+                    if position < 0:
                         break
-                    position = resync + 2
                     continue
                 position += 1
         return results, index - first
@@ -373,7 +396,7 @@ def _read_dump(stream: IO[bytes], table: _Table, prefilter: bool) -> Iterator:
     columns: list[str] = []
     carry, carry_line, statement_line, index = b"", 0, 0, 0
     last = b""  # the last non-blank line outside statements
-    seen_any = False
+    seen_any = known = False  # known: a CREATE TABLE or INSERT has named this table
 
     def drain(text: bytes, line: int) -> Iterator:
         nonlocal index
@@ -408,9 +431,12 @@ def _read_dump(stream: IO[bytes], table: _Table, prefilter: bool) -> Iterator:
     for number, piece, whole in _pieces(stream, state):
         begins, starts_line = starts_line, whole
         if where == "insert" and begins and _INSERT.match(piece.lstrip()):
-            # A new statement while the last one never ended: the unended tail is one bad tuple, and is not
-            # joined to this line (where it would hide this statement's first row).
-            report.reject(carry_line or statement_line, MALFORMED_SQL, f"tuple {index} of the INSERT statement of line {statement_line:,} never ends: {carry[:120]!r}")
+            # A new statement while the last one never ended: its whole tuples are read, the rest is one bad tuple,
+            # and nothing is joined to this line (where it would hide this statement's first row).
+            if carry.strip():
+                yield from table._tokenized(carry.strip(), carry_line or statement_line, index, unended=statement_line)[0]
+            else:  # every tuple read, but no ';': the framing is broken, which is said (one record)
+                report.reject(statement_line, MALFORMED_SQL, f"the INSERT statement of line {statement_line:,} never ends: no ';' before line {number:,}")
             carry, where = b"", "outside"
         if where == "insert":
             yield from statement(carry + piece if carry else piece, carry_line if carry else number, whole)
@@ -429,14 +455,26 @@ def _read_dump(stream: IO[bytes], table: _Table, prefilter: bool) -> Iterator:
             elif column := _COLUMN.match(stripped):
                 columns.append(column.group(1).decode("utf-8", "replace"))
             continue
-        if insert := _INSERT.match(stripped):
-            _check_table(insert.group(1), table, report, number)
-            where, statement_line, index, carry = "insert", number, 1, b""
+        insert = _INSERT.match(stripped)
+        if insert and (not known or insert.group(1) == table.name.encode()):
+            _check_table(insert.group(1), table, report, number)  # the first statement decides: a dump of another table is refused
+            where, statement_line, index, carry, known = "insert", number, 1, b"", True
             yield from statement(piece.lstrip()[insert.end() :], number, whole)
             continue
         if create := _CREATE.match(stripped):
             _check_table(create.group(1), table, report, number)
-            where, columns = "create", []
+            where, columns, known = "create", [], True
+            continue
+        if insert or stripped.startswith(b"INSERT") or not stripped.startswith(_SQL_STARTS):
+            # No line mysqldump writes here: an INSERT whose head was damaged (its tuples are read on: after this table's
+            # CREATE TABLE or first INSERT, an INSERT into another one is that too), or noise. One bad record.
+            line = piece.lstrip()
+            at = _first_tuple(line)
+            what = "an INSERT statement with a damaged head; its tuples are read" if at >= 0 else "no statement of a mysqldump"
+            report.reject(number, MALFORMED_SQL, f"line {number:,} is {what}: {stripped[:80]!r}")
+            if at >= 0:
+                where, statement_line, index, carry = "insert", number, 1, b""
+                yield from statement(line[at:], number, whole)
             continue
         last = stripped
 
@@ -452,6 +490,16 @@ def _read_dump(stream: IO[bytes], table: _Table, prefilter: bool) -> Iterator:
     elif not last.startswith(DUMP_END):
         seen = f"its last line is {last[:60]!r}" if last else "it is empty"
         report.reject(lines + 1, TRUNCATED_STREAM, f"the file does not end with mysqldump's '-- Dump completed on ...' line ({seen}): it was cut short")
+
+
+def _first_tuple(text: bytes) -> int:
+    """Where the first whole tuple of a line starts (a ``(`` from which one parses, followed by ``,``, ``;`` or the line's end); -1 if none."""
+    at = -1
+    while (at := text.find(b"(", at + 1)) >= 0:
+        parsed = parse_tuple(text, at)
+        if parsed is not None and text[parsed[1] : parsed[1] + 1] in (b",", b";", b"\n", b"\r", b""):
+            return at
+    return -1
 
 
 def _check_table(found: bytes, table: _Table, report: FileReport, line: int) -> None:

@@ -81,11 +81,12 @@ def nearest_languages(code: str, limit: int = 3, allowed: Iterable[str] = WIKIPE
     return difflib.get_close_matches(folded, choices, n=limit, cutoff=0.5)
 
 
-def check_langs(values: str | Iterable[str], allowed: Iterable[str], flag: str, kind: str = "Wikipedia language code") -> list[str]:
+def check_langs(values: str | Iterable[str], allowed: Iterable[str], flag: str, kind: str = "Wikipedia language code", kinds: str | None = None) -> list[str]:
     """The codes of a comma-separated string (or list), in order, once each; ``UnknownLanguageError`` for any not in ``allowed``.
 
     The error names ``flag``, every unknown code with the nearest allowed ones
-    ("did you mean en?"), and, when ``allowed`` is short, all of them:
+    ("did you mean en?"), and, when ``allowed`` is short, all of them, under ``kinds``
+    (the plural of ``kind``; by default ``kind`` + "s"):
     ``--langs EN: not a Wikipedia language code; did you mean en?``.
     """
     items = values.split(",") if isinstance(values, str) else values
@@ -101,7 +102,7 @@ def check_langs(values: str | Iterable[str], allowed: Iterable[str], flag: str, 
     else:
         message = f"{flag}: not a {kind}: " + ", ".join(f"{code} (did you mean {guesses[code]}?)" if guesses[code] else code for code in unknown)
     if len(accepted) <= 20:
-        message += f" ({kind}s: {', '.join(sorted(accepted))})"
+        message += f" ({kinds or kind + 's'}: {', '.join(sorted(accepted))})"
     raise UnknownLanguageError(message)
 
 

@@ -24,7 +24,6 @@ src_id. ``bench/write_bench.py`` measures it against its floor.
 from __future__ import annotations
 
 import contextlib
-import gzip
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ import pyarrow.compute as pc
 from numba.np.random.generator_core import next_uint32
 from numba.np.random.random_methods import bounded_lemire_uint64, buffered_bounded_lemire_uint32
 
+from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.io.fileio import atomic_create
 from clirmatrix.pipeline.io.parquet_io import read_table
@@ -44,6 +44,7 @@ from clirmatrix.pipeline.method.corpus import WorkDirs, catalog_numbers, iter_do
 from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.method.splits import NOT_CHOSEN, SplitSettings, direction_runs, direction_splits, read_eval_keys, runs_queries, seeded_rng
 from clirmatrix.pipeline.output import layout
+from clirmatrix.pipeline.output.gzip_encoder import ENCODER, gzip_bytes
 from clirmatrix.pipeline.output.writers import GzipLines, Lines, SortedLines, WrittenFile, docs_text, gzip_lines
 from clirmatrix.schemas import EVAL_PICKS, PROPAGATED, QUERY_SPLITS
 from clirmatrix.schemas.contracts import FilesReport, LanguagePlan
@@ -57,9 +58,23 @@ class ReleaseSettings:
     multi_langs: tuple[str, ...] = MULTI8_LANGUAGES
     candidates: int = layout.BASE_CANDIDATES
     base_url: str = ""
+    gzip: dict = field(default_factory=lambda: dict(ENCODER))  # the driver's encoder: every worker must write with the same
 
     def fingerprint_parts(self) -> dict:
+        """Every setting, the gzip encoder among them: another encoder (or version) writes other bytes, so the files are written again."""
         return asdict(self)
+
+    def check_encoder(self) -> None:
+        """``EncoderMismatchError`` on a worker whose gzip encoder is not the driver's (a cluster's own zlib-ng): its files would hold other bytes."""
+        if self.gzip != ENCODER:
+            raise EncoderMismatchError(
+                f"this worker's gzip encoder is {ENCODER}, the build's (its driver's) is {self.gzip}: the release's bytes would depend on"
+                f" the worker; install zlib-ng=={self.gzip.get('package')} on every worker (pyproject.toml pins it)"
+            )
+
+
+class EncoderMismatchError(InvalidInputError):
+    """A worker would write the release with another gzip encoder than the build's."""
 
 
 # --- rendering ------------------------------------------------------------------------------------
@@ -628,6 +643,6 @@ def write_index(out_root: str, files: Sequence[dict], base_url: str) -> str:
             "size_hint": entry["size"],  # what ir_datasets' disk-space check reads
         }
     path = fileio.join(out_root, layout.INDEX)
-    with atomic_create(path) as handle, gzip.GzipFile(filename="", mode="wb", fileobj=handle, mtime=0) as stream:
-        stream.write(orjson.dumps(index, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+    with atomic_create(path) as handle:
+        handle.write(gzip_bytes(orjson.dumps(index, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)))
     return path

@@ -19,15 +19,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import isal.igzip
 import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from clirmatrix.pipeline.io.localio import atomic_write
-
-GZIP_LEVEL = 2  # isal's default: ~10x the speed of zlib level 6 at about the same size for this data
+from clirmatrix.pipeline.output.gzip_encoder import GzipEncoder
 
 
 @dataclass
@@ -58,12 +56,6 @@ class _Digest:
 
     def flush(self) -> None:
         pass
-
-
-# The compressor is fed the text in slices of exactly this many bytes. isal's output depends on
-# how its input is cut into calls, so the cut must depend on the text alone (not on lines, blocks
-# or workers) for the same text to give the same bytes; and a call per line cost ~10 us.
-COMPRESS_CHUNK = 1 << 20
 
 
 @numba.njit(cache=True)
@@ -123,9 +115,8 @@ class Lines:
 class GzipLines:
     """Append lines (bytes without the newline) to a gzip file; see :func:`gzip_lines`."""
 
-    def __init__(self, stream: isal.igzip.GzipFile, record: WrittenFile) -> None:
-        self._stream = stream
-        self._pending = bytearray()
+    def __init__(self, encoder: GzipEncoder, record: WrittenFile) -> None:
+        self._encoder = encoder
         self.record = record
 
     def write(self, line: bytes) -> None:
@@ -142,25 +133,9 @@ class GzipLines:
         self.write_text(lines.view(), len(lines))
 
     def write_text(self, text: bytes | memoryview, lines: int) -> None:
-        """Append ready text holding ``lines`` whole lines, each ending in a newline.
-
-        The compressor gets every whole ``COMPRESS_CHUNK`` of the file's text as it is
-        complete, sliced straight from ``text`` where no partial slice is pending.
-        """
-        view = memoryview(text).cast("B")
+        """Append ready text holding ``lines`` whole lines, each ending in a newline."""
         self.record.lines += lines
-        if self._pending:
-            missing = COMPRESS_CHUNK - len(self._pending)
-            self._pending += view[:missing]
-            if len(self._pending) < COMPRESS_CHUNK:
-                return
-            self._stream.write(bytes(self._pending))
-            self._pending.clear()
-            view = view[missing:]
-        whole = len(view) - len(view) % COMPRESS_CHUNK
-        for start in range(0, whole, COMPRESS_CHUNK):
-            self._stream.write(view[start : start + COMPRESS_CHUNK])
-        self._pending += view[whole:]
+        self._encoder.write(text)
 
     def count(self, ge1: int, ge4: int, pairs: int) -> None:
         """Add judged documents with label >= 1 and >= 4 (docs/method.md section 10), and result pairs, to the file's counts."""
@@ -168,10 +143,6 @@ class GzipLines:
         self.record.docs_ge4 += ge4
         self.record.pairs += pairs
 
-    def _finish(self) -> None:
-        if self._pending:
-            self._stream.write(bytes(self._pending))
-            self._pending.clear()
 
 
 @contextlib.contextmanager
@@ -184,10 +155,9 @@ def gzip_lines(path: str) -> Iterator[GzipLines]:
         create = atomic_write
     with create(path) as handle:
         digest = _Digest(handle)
-        with isal.igzip.GzipFile(filename="", mode="wb", fileobj=digest, mtime=0, compresslevel=GZIP_LEVEL) as stream:
-            lines = GzipLines(stream, record)
-            yield lines
-            lines._finish()
+        encoder = GzipEncoder(digest)
+        yield GzipLines(encoder, record)
+        encoder.close()
     record.md5, record.size = digest.md5.hexdigest(), digest.size
 
 

@@ -15,8 +15,8 @@ error (the official server answered with a 199-byte error page for weeks), then
 size and md5. Downloads go to a hidden ``.part`` file that a retry resumes with an
 HTTP Range request when the server allows, and restarts otherwise; the file gets
 its name only once verified. A file already present and verified is skipped. Ctrl-C
-stops every transfer within a chunk (``Stop``), keeps the ``.part`` files for the
-next run to resume, and raises ``Interrupted`` saying so. The
+stops every transfer within a chunk (``stopping.Stop``), keeps the ``.part`` files for the
+next run to resume, and raises ``stopping.Interrupted`` saying so. The
 base URL may be a mirror, a local folder or a ``file://`` URL (a build made by
 ``clirmatrix build``); a ``--base-url`` given by the user wins over the URLs an
 index names, and a build's ``file://`` URLs are always read beside its index.
@@ -30,15 +30,11 @@ import hashlib
 import http.client
 import os
 import posixpath
-import signal
-import socket
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -46,11 +42,12 @@ from urllib.parse import urlparse
 import orjson
 
 from clirmatrix.pipeline.config import comma_list
-from clirmatrix.pipeline.errors import InputError, InvalidInputError, add_note
+from clirmatrix.pipeline.errors import InputError, InvalidInputError
 from clirmatrix.pipeline.io.localio import atomic_write
 from clirmatrix.pipeline.method.languages import BI139_LANGUAGES, MULTI8_LANGUAGES, check_langs
 from clirmatrix.pipeline.output import layout
 from clirmatrix.pipeline.output.jsonl import MalformedRecordError, iter_lines, parse_doc, parse_query
+from clirmatrix.pipeline.tools.stopping import Interrupted, Stop, Stopped, run_stoppable
 
 OFFICIAL_BASE_URL = "http://www.cs.jhu.edu/~shuosun/clirmatrix/data/"
 CHUNK = 1 << 20
@@ -299,8 +296,9 @@ def expand_langs(value: str | Sequence[str] | None, dataset: str, listed: Sequen
         raise InvalidInputError(f"the index lists no {dataset} files: that set is not part of this release")
     if value is None or value == "all" or (not isinstance(value, str) and list(value) == ["all"]):
         return every
-    kind = f"{dataset} language in the index" if listed is not None else f"{dataset} language"
-    return check_langs(comma_list(value), every, flag, kind=kind)
+    if listed is None:
+        return check_langs(comma_list(value), every, flag, kind=f"{dataset} language")
+    return check_langs(comma_list(value), every, flag, kind=f"{dataset} language in the index", kinds=f"{dataset} languages in the index")
 
 
 def plan(dataset: str, src: Sequence[str], tgt: Sequence[str], splits: Sequence[str], index: Index | None, base_url: str,
@@ -353,12 +351,13 @@ def _looks_like_html(head: bytes) -> bool:
     return start.startswith((b"<!doctype html", b"<html", b"<head", b"<body", b"<?xml"))
 
 
-def check_content(path: Path, released_path: str, stop: Stop | None = None) -> int:
+def check_content(path: Path, released_path: str, stop: Stop | None = None, shown: str | None = None) -> int:
     """Read a released file whole as its format; returns its records, or DownloadError naming the line.
 
     What verifies a file when no md5 is known: the gzip stream must end with its trailer
     (CRC and length, so a cut or flipped body fails) and every line must be a record of
-    the file's kind (a query JSON line, or a ``doc_id<TAB>text`` line).
+    the file's kind (a query JSON line, or a ``doc_id<TAB>text`` line). ``shown``: the
+    file the error names (a download's destination, not the ``.part`` that is read).
     """
     released = layout.parse_path(released_path)
     if released is None:
@@ -372,7 +371,8 @@ def check_content(path: Path, released_path: str, stop: Stop | None = None) -> i
             if stop is not None and records % 10_000 == 0:
                 stop.check(released_path)
     except MalformedRecordError as error:
-        raise DownloadError(f"{error} (no md5 to check it against; the file is damaged or not what the server should send)") from None
+        where = f"{shown or error.path}:{error.line}" if error.line else shown or error.path
+        raise DownloadError(f"{where}: {error.reason} (no md5 to check it against; the file is damaged or not what the server should send)") from None
     return records
 
 
@@ -412,11 +412,11 @@ def _checksum_of(path: Path, wanted: Wanted, stop: Stop | None = None) -> str:
     return f"{'sha1' if wanted.sha1 else 'md5'} {digest.hexdigest()}"
 
 
-def _read_whole(path: Path, wanted: Wanted, stop: Stop | None = None) -> None:
+def _read_whole(path: Path, wanted: Wanted, stop: Stop | None = None, shown: str | None = None) -> None:
     if wanted.content == "stream":
         check_stream(path, wanted.path, stop)
     else:
-        check_content(path, wanted.path, stop)
+        check_content(path, wanted.path, stop, shown)
 
 
 def verified(path: Path, wanted: Wanted, stop: Stop | None = None) -> bool:
@@ -434,7 +434,8 @@ def verified(path: Path, wanted: Wanted, stop: Stop | None = None) -> bool:
     return True
 
 
-def _check(part: Path, wanted: Wanted, stop: Stop | None = None) -> None:
+def _check(part: Path, wanted: Wanted, stop: Stop | None = None, target: Path | None = None) -> None:
+    """A whole body checked before it takes its name: not an HTML page, then size and checksum, or read whole (errors name ``target``)."""
     size = part.stat().st_size
     with open(part, "rb") as handle:
         head = handle.read(512)
@@ -446,7 +447,7 @@ def _check(part: Path, wanted: Wanted, stop: Stop | None = None) -> None:
     if wanted.checksum is not None and (got := _checksum_of(part, wanted, stop)) != wanted.checksum.lower():
         raise MismatchError(f"{wanted.url}: {got} does not match the published {wanted.checksum}")
     if wanted.checksum is None:
-        _read_whole(part, wanted, stop)
+        _read_whole(part, wanted, stop, str(target or part))
 
 
 class _Retry(Exception):
@@ -471,125 +472,6 @@ def retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return min(max(when.timestamp() - time.time(), 0.0), MAX_RETRY_AFTER)
-
-
-# --- stopping: Ctrl-C ---------------------------------------------------------------------------
-
-
-class Stopped(DownloadError):
-    """A transfer or a check that ended because the command was stopped; what arrived is kept to resume."""
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C stopped a download within a chunk; ``kept``: the ``.part`` files a rerun resumes (a KeyboardInterrupt, as Ctrl-C is)."""
-
-    def __init__(self, folder: str | Path, kept: Sequence[Path] = ()) -> None:
-        self.folder, self.kept = Path(folder), list(kept)
-        count = len(self.kept)
-        what = (f"kept {count} partial file{'' if count == 1 else 's'} (.part) in {self.folder}; run the same command again to resume" if count
-                else f"nothing had arrived, nothing kept in {self.folder}; run the same command again")
-        super().__init__(f"interrupted: {what}")
-        add_note(self, what)  # what a command line that reports a KeyboardInterrupt's notes shows after "interrupted"
-
-
-class Stop:
-    """One Ctrl-C shared by every transfer of a command, seen between chunks; ``set`` also wakes a read waiting on the network.
-
-    A read blocks until bytes come or its timeout (a minute) passes: ``set`` shuts the
-    connections in flight down, so their reads return at once and no transfer outlives a chunk.
-    """
-
-    def __init__(self) -> None:
-        self._event, self._lock, self._open = threading.Event(), threading.Lock(), set()
-        self.is_set = self._event.is_set
-        self.wait = self._event.wait  # sleep, cut short by a stop (the waits between attempts)
-
-    def check(self, what: str) -> None:
-        if self._event.is_set():
-            raise Stopped(f"{what}: stopped")
-
-    def set(self) -> None:
-        with self._lock:
-            self._event.set()
-            for response in self._open:
-                _hang_up(response)
-
-    @contextmanager
-    def watching(self, response: object) -> Iterator[None]:
-        """While a response is read: hung up on when stopped (at once, if already)."""
-        with self._lock:
-            self._open.add(response)
-            if self._event.is_set():
-                _hang_up(response)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._open.discard(response)
-
-
-def _hang_up(response: object) -> None:
-    """Shut a response's connection down through a copy of its socket (the reader's own object is left to its thread)."""
-    try:
-        copy = os.dup(response.fileno())  # type: ignore[attr-defined]
-    except (AttributeError, OSError, ValueError):
-        return  # already closed
-    try:
-        with socket.socket(fileno=copy) as connection, suppress(OSError):
-            connection.shutdown(socket.SHUT_RDWR)
-    except OSError:  # not a socket (a local file, read to its end at once): the copy is still ours to close
-        os.close(copy)
-
-
-def run_stoppable(work: Callable, groups: Sequence[Sequence], workers: int, stop: Stop, interrupted: Callable[[], Interrupted],
-                  grace: float = 1.0) -> list[list]:
-    """``work`` on every item, ``workers`` threads for each group (a host); results in the groups' order.
-
-    On Ctrl-C ``stop`` is set and the threads get ``grace`` seconds to end (they end within
-    a chunk; a further Ctrl-C meanwhile is ignored, so no traceback comes of it); then, as
-    when the caller set ``stop``, ``interrupted()`` is raised. The threads are daemons: one
-    still waiting to connect cannot hold the process, and once stopped it writes nothing.
-    """
-    results: list[list] = [[None] * len(group) for group in groups]
-    failures: list[BaseException] = []
-
-    def worker(number: int, todo: deque) -> None:
-        while not stop.is_set():
-            try:
-                index, item = todo.popleft()
-            except IndexError:
-                return
-            try:
-                results[number][index] = work(item)
-            except BaseException as error:  # a bug of ours: raised in the calling thread below
-                failures.append(error)
-                return
-
-    threads = []
-    for number, group in enumerate(groups):
-        todo = deque(enumerate(group))
-        threads += [threading.Thread(target=worker, args=(number, todo), daemon=True) for _ in range(min(max(1, workers), len(group)))]
-    try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    except KeyboardInterrupt:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if threading.current_thread() is threading.main_thread() else None
-        stop.set()
-        deadline = time.monotonic() + grace
-        try:
-            for thread in threads:
-                if thread.ident is not None:
-                    thread.join(max(0.0, deadline - time.monotonic()))
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
-    if stop.is_set():  # Ctrl-C, or a stop the caller set
-        raise interrupted()
-    if failures:
-        raise failures[0]
-    return results
 
 
 def kept_parts(to_dir: Path, paths: Sequence[str]) -> list[Path]:
@@ -628,10 +510,7 @@ def _attempt(wanted: Wanted, part: Path, progress: Callable[[int], None], timeou
             # or a drop are on disk for the Range request that resumes (read(CHUNK) waits for all of it).
             # Every chunk written is the next bytes of the file: a stop between two leaves a part to resume.
             read = getattr(response, "read1", response.read)
-            with _FOLDERS:  # not while a failed file's empty folders are pruned: a folder this part shares may be going
-                part.parent.mkdir(parents=True, exist_ok=True)
-                out = open(part, "ab" if resumed else "wb")
-            with out:
+            with _open_part(part, "ab" if resumed else "wb") as out:
                 while not stop.is_set() and (chunk := read(CHUNK)):
                     out.write(chunk)
                     progress(len(chunk))
@@ -667,8 +546,7 @@ def fetch(wanted: Wanted, to_dir: Path, retries: int = 4, backoff: float = 1.0, 
     target = to_dir / safe_relative(wanted.path, "target")
     if skip_verified and verified(target, wanted, stop):
         return "skipped"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    part = part_path(target)
+    part = part_path(target)  # its folder is made as the part is opened (_open_part)
     whole = part.exists() and wanted.size is not None and part.stat().st_size == wanted.size  # a run stopped while verifying it
     try:
         for attempt in range(0 if whole else retries + 1):
@@ -679,8 +557,8 @@ def fetch(wanted: Wanted, to_dir: Path, retries: int = 4, backoff: float = 1.0, 
                 if attempt == retries:
                     raise _GaveUp(f"{reason} (gave up after {retries + 1} attempts)") from None
                 wait(max(backoff * 2**attempt, reason.after or 0.0))
-        _check(part, wanted, stop)
-    except DownloadError as error:
+        _check(part, wanted, stop, target)
+    except (DownloadError, Stopped) as error:
         if not (isinstance(error, Stopped) or keep_partial and isinstance(error, _GaveUp) and part.exists()):
             part.unlink(missing_ok=True)
             _prune_empty(target.parent, to_dir)
@@ -693,11 +571,31 @@ class _GaveUp(DownloadError):
     """Every attempt failed in transfer; what arrived is whole so far and may be resumed."""
 
 
-_FOLDERS = threading.Lock()  # between pruning empty folders and opening a part in one
+# Concurrent transfers into one folder never undo each other's work. A failed file's part is
+# removed and then the folders it made are pruned while empty (no empty folder is left for a
+# failed file); a sibling transfer may have just made one of them to open its own part in.
+# Pruning and (folder, then part) opening hold one lock, so within a process a part is always
+# opened in a folder that stays: once it is open, the folder is not empty and ``rmdir`` fails
+# (the kernel checks, not us). Another command pruning the same folder between our mkdir and
+# open makes the open (or pathlib's mkdir) fail: the folder is made again and the open retried.
+_FOLDERS = threading.Lock()
+_OPEN_TRIES = 20
+
+
+def _open_part(part: Path, mode: str):
+    """``part`` opened in ``mode`` in its folder, made if needed (again, if a prune removed it in between)."""
+    with _FOLDERS:
+        for tries in range(_OPEN_TRIES, 0, -1):
+            try:
+                part.parent.mkdir(parents=True, exist_ok=True)  # FileExistsError: there, then removed before pathlib looked again
+                return open(part, mode)
+            except (FileNotFoundError, FileExistsError):
+                if tries == 1:  # pruned 20 times in a row: not a race any more
+                    raise
 
 
 def _prune_empty(folder: Path, root: Path) -> None:
-    """Remove the folders a failed file made, up to (not including) ``root``, while they are empty."""
+    """Remove the folders a failed file made, up to (not including) ``root``, while they are empty (see ``_FOLDERS``)."""
     root, folder = root.resolve(), folder.resolve()
     with _FOLDERS:
         while folder != root and root in folder.parents:
@@ -715,10 +613,10 @@ def download(files: Sequence[Wanted], to_dir: str | Path, jobs: int = 4, progres
     to = Path(to_dir)
     stop = stop or Stop()
 
-    def one(wanted: Wanted) -> tuple[Wanted, str | DownloadError]:
+    def one(wanted: Wanted) -> tuple[Wanted, str | DownloadError | Stopped]:
         try:
             return wanted, fetch(wanted, to, progress=progress, stop=stop, **options)
-        except DownloadError as error:
+        except (DownloadError, Stopped) as error:
             return wanted, error
 
     def interrupted() -> Interrupted:

@@ -14,7 +14,7 @@ Wikimedia caps dumps.wikimedia.org at 2 connections per IP: files are fetched at
 ``connections`` at a time per host (mirrors have no cap: raise it there).
 
 Ctrl-C stops every transfer within a chunk (a read waiting on a slow mirror is woken),
-keeps the parts, and raises ``download.Interrupted``, which names how many were kept.
+keeps the parts, and raises ``stopping.Interrupted``, which names how many were kept.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from urllib.parse import urlparse
 import orjson
 
 from clirmatrix.pipeline.io.localio import atomic_write
-from clirmatrix.pipeline.tools.download import DownloadError, Interrupted, Stop, Wanted, fetch, kept_parts, part_path, run_stoppable, verified
+from clirmatrix.pipeline.tools.download import DownloadError, Wanted, fetch, kept_parts, part_path, verified
 from clirmatrix.pipeline.tools.dumps_site import OfferedFile
+from clirmatrix.pipeline.tools.stopping import Interrupted, Stop, Stopped, run_stoppable
 
 DEFAULT_CONNECTIONS = 2  # per host: what Wikimedia asks of dump downloaders (mirrors have no cap)
 
@@ -115,13 +116,13 @@ def fetch_dumps(files: Sequence[OfferedFile], to_dir: str | Path, connections: i
             if is_verified(target, want, stop):
                 watch.finished(item, "skipped")
                 return item, "skipped"
-        except DownloadError as error:  # stopped while reading it
+        except (DownloadError, Stopped) as error:  # stopped while reading it
             return item, f"failed: {error}"
         part = part_path(target)
         watch.started(item, part.stat().st_size if part.exists() else 0)
         try:
             outcome = fetch(want, to, progress=lambda count: watch.advanced(item, count), keep_partial=True, skip_verified=False, stop=stop, **options)
-        except DownloadError as error:
+        except (DownloadError, Stopped) as error:
             watch.finished(item, "failed")
             return item, f"failed: {error}"
         write_stamp(target, want)

@@ -25,6 +25,7 @@ Layouts (docs/exporting.md):
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -169,6 +170,14 @@ def export_unit(root: str | os.PathLike, to: str | os.PathLike, task: ExportTask
 class DamagedReleaseError(InvalidInputError):
     """Released files that could not be read to their end: the export stays marked unfinished."""
 
+    @classmethod
+    def of(cls, errors: Sequence[str], to: str | os.PathLike) -> DamagedReleaseError:
+        """The error for the units' messages (each naming its file): one line for one file, else a line per file."""
+        if len(errors) == 1:
+            return cls(f"{errors[0]}; nothing was exported from this released file and {to} stays unfinished (fetch it again, then rerun)")
+        return cls("released files that cannot be read to their end; nothing was exported from them and "
+                   f"{to} stays unfinished (fetch them again, then rerun):\n" + "\n".join("    " + line for line in errors))
+
 
 def _batches(items: Iterator, size: int = BATCH_ROWS) -> Iterator[list]:
     batch = []
@@ -182,15 +191,18 @@ def _batches(items: Iterator, size: int = BATCH_ROWS) -> Iterator[list]:
 
 
 def _parquet(target: Path, schema: pa.Schema, batches: Iterator[dict]) -> int:
-    """Rows written to a zstd Parquet file, one row group a batch, atomically (an empty file still has the schema)."""
+    """Rows written to a zstd Parquet file, one row group a batch, atomically (an empty file still has the schema).
+
+    A damaged source ends the batches with an error: the writer is closed then, inside the
+    atomic write that removes its file, not later by the garbage collector over a closed
+    handle (which printed pyarrow's ``Exception ignored in ParquetWriter.__del__`` traceback).
+    """
     rows = 0
-    with atomic_write(target) as handle:
-        writer = pq.ParquetWriter(handle, schema, compression="zstd")
+    with atomic_write(target) as handle, pq.ParquetWriter(handle, schema, compression="zstd") as writer:
         for columns in batches:
             table = pa.table(columns, schema=schema)
             writer.write_table(table)
             rows += table.num_rows
-        writer.close()
     return rows
 
 
@@ -268,10 +280,30 @@ def _write_pyserini_queries(source: Path, targets: list[Path]) -> tuple[int, int
 # --- the last step, on the driver ----------------------------------------------------------------
 
 
+_TEMPORARY = re.compile(r"\..+\.tmp-[0-9a-f]{12}")  # localio.atomic_path's names: a file being written
+
+
 def begin_export(to: str | os.PathLike) -> None:
-    """Mark the folder unfinished before the first unit writes into it."""
+    """Mark the folder unfinished before the first unit writes into it; remove what an interrupted run was writing.
+
+    A worker process ended by Ctrl-C leaves its file half-written under a hidden temporary
+    name (never under the file's own); no two exports write one folder at once, so here
+    none is being written any more.
+    """
     Path(to).mkdir(parents=True, exist_ok=True)
     (Path(to) / IN_PROGRESS).write_text("clirmatrix export is writing this folder; it is unfinished until this file is gone\n")
+    for path in Path(to).rglob(".*.tmp-*"):
+        if _TEMPORARY.fullmatch(path.name) and path.is_file():
+            path.unlink(missing_ok=True)
+
+
+def interrupted_note(to: str | os.PathLike) -> str:
+    """What an export stopped by Ctrl-C left, for the command's one line after ``interrupted``."""
+    if (Path(to) / IN_PROGRESS).exists():
+        return f"{to} stays marked unfinished ({IN_PROGRESS}); the files exported so far are kept; run the same command again to resume"
+    if Path(to).is_dir() and any(Path(to).iterdir()):
+        return f"the export into {to} had finished"
+    return f"nothing was written into {to}; run the same command again"
 
 
 def finish_export(plan: ExportPlan, to: str | os.PathLike) -> list[str]:

@@ -230,36 +230,82 @@ def extract_key(kind: str, name: str) -> str:
 
 def inputs_from_dumps(dumps_dir: str, langs: Sequence[str] | None = None, source: str = "auto", count_limit: int = COUNT_LIMIT_BYTES) -> PlanInputs:
     """The documents and link files of a dumps folder, found as the build finds them; documents counted by reading
-    the dumps when they are small (``count_limit`` bytes in all), else estimated from their bytes."""
+    the dumps to their end when they are small (``count_limit`` bytes in all), else estimated from their bytes.
+
+    A dump that does not reach its end (cut short or damaged: the build would stop on it),
+    or whose size is not the one ``clirmatrix dumps fetch`` verified (its ``.NAME.verified``
+    stamp), is a ``DamagedDumpError`` naming the file: never a plan of a smaller language.
+    """
     from clirmatrix.pipeline.io.fileio import size_of
     from clirmatrix.pipeline.method.dumps import choose_links, find_dumps
 
     found, _ = find_dumps(dumps_dir, list(langs) if langs else None, source, links=None)
-    total = sum(size_of(dump.path) for dumps in found.docs.values() for dump in dumps)
-    count = total <= count_limit
-    languages = []
-    for lang, dumps in sorted(found.docs.items()):
-        files = tuple((dump.path, size_of(dump.path)) for dump in dumps)
-        kind = dumps[0].kind
-        documents = count_documents([dump.path for dump in dumps], lang, kind) if count else estimate_documents(kind, sum(size for _, size in files))
-        languages.append(LanguageInput(lang, kind, files, documents, count))
     links = choose_links(found, "auto", dumps_dir, sorted(found.docs))
     link_files = tuple((path, size_of(path)) for path in (*links.sitelinks_files, *(path for _, path in links.page_props)))
-    notes = tuple(found.notes) + (() if count else (f"documents estimated from {total / 1e9:,.1f} GB of dumps (over {count_limit >> 20} MB: not read)",))
+    doc_files = {lang: tuple((dump.path, size_of(dump.path)) for dump in dumps) for lang, dumps in sorted(found.docs.items())}
+    unverified = {path for path, size in (*link_files, *(file for files in doc_files.values() for file in files)) if not _as_fetched(path, size)}
+    total = sum(size for files in doc_files.values() for _, size in files)
+    count = total <= count_limit
+    languages = []
+    for lang, files in doc_files.items():
+        kind = found.docs[lang][0].kind
+        documents = count_documents([path for path, _ in files], lang, kind) if count else estimate_documents(kind, sum(size for _, size in files))
+        languages.append(LanguageInput(lang, kind, files, documents, count))
+    notes = list(found.notes)
+    if not count:
+        unchecked = [os.path.basename(path) for files in doc_files.values() for path, _ in files if path in unverified]
+        note = f"documents estimated from {total / 1e9:,.1f} GB of dumps (over {count_limit >> 20} MB: not read"
+        if unchecked:
+            shown = ", ".join(unchecked[:3]) + (f" and {len(unchecked) - 3:,} more" if len(unchecked) > 3 else "")
+            note += f", so a dump cut short is not noticed: no dumps fetch stamp to check the size of {shown})"
+        notes.append(note + ("" if unchecked else "; each has the size dumps fetch verified)"))
     generated = os.path.exists(os.path.join(dumps_dir, "sample-truth.json"))
-    return PlanInputs(dumps_dir, tuple(languages), link_files, links.sitelinks_kind or (PAGE_PROPS if links.page_props else None), generated, notes)
+    return PlanInputs(dumps_dir, tuple(languages), link_files, links.sitelinks_kind or (PAGE_PROPS if links.page_props else None), generated, tuple(notes))
+
+
+class DamagedDumpError(InvalidInputError):
+    """A dump that ``plan`` found cut short or damaged: the build would stop on it."""
+
+
+def _as_fetched(path: str, size: int) -> bool:
+    """Whether ``clirmatrix dumps fetch`` verified this file (its stamp) at this size; ``DamagedDumpError`` when it did at another."""
+    from clirmatrix.pipeline.tools.dumps_fetch import stamp_path
+
+    if "://" in path:
+        return False
+    try:
+        stamped = json.loads(stamp_path(Path(path)).read_bytes())["size"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if stamped != size:
+        raise DamagedDumpError(
+            f"{path}: {size:,} bytes, but clirmatrix dumps fetch verified it at {stamped:,} (the size the dumps site published): "
+            "it was cut or changed since; fetch it again"
+        )
+    return True
 
 
 def count_documents(paths: Sequence[str], lang: str, kind: str) -> int:
-    """The documents the docs stage keeps from these dump files: every article its reader yields, a repeated id once."""
+    """The documents the docs stage keeps from these dump files: every article its reader yields, a repeated id once.
+
+    Each file is read to its end; one that does not reach it (a cut or damaged stream,
+    XML that stops parsing) is a ``DamagedDumpError`` naming it, where it broke and why.
+    """
     from clirmatrix.pipeline.formats.articles import read_dump
     from clirmatrix.pipeline.io import fileio
-    from clirmatrix.pipeline.io.badinput import FileReport
+    from clirmatrix.pipeline.io.badinput import STREAM_LOSS, FileReport
+    from clirmatrix.pipeline.io.positions import describe_position
 
     ids: set[str] = set()
     for path in paths:
+        report = FileReport(file=path, lang=lang)
         with fileio.open_raw(path) as raw:
-            ids.update(article.doc_id for article in read_dump(raw, path, kind, FileReport(file=path, lang=lang)))
+            ids.update(article.doc_id for article in read_dump(raw, path, kind, report))
+        for loss in (example for example in report.examples if example["kind"] in STREAM_LOSS):
+            raise DamagedDumpError(
+                f"{path}: {loss['kind']} at {describe_position(loss['line'])}, after {report.kept:,} articles: {loss['detail']}; "
+                "plan reads each dump to its end, and the build would stop on this one: fetch it again"
+            )
     return len(ids)
 
 
@@ -368,10 +414,15 @@ def stage_cpu(inputs: PlanInputs, docs: dict[str, int], model: CostModel, settin
     extract = [(size * model.extract_rate(lang.kind, name), min(size, settings.split_bytes) * model.extract_rate(lang.kind, name)) for lang in kept for name, size in lang.files]
     links = [size * model.sitelinks_per_byte for _, size in inputs.link_files]
     shards = {lang: max(1, -(-d // settings.shard_docs)) for lang, d in docs.items()}
-    search = sum(d * shards[lang] for lang, d in docs.items()) * r["search_per_query_and_shard"]
+    # A query and shard: a fixed part and one that grows with the shard's documents (a real title's terms are each in a
+    # share of the texts, so its postings grow with the shard; docs/benchmarks.md 2026-11-29). A model without it: fixed.
+    per_shard = lambda shard: r["search_per_query_and_shard"] + r.get("search_per_query_shard_and_document", 0.0) * shard  # noqa: E731
+    search = sum(d * shards[lang] * per_shard(d / shards[lang]) for lang, d in docs.items())
     merge = sum(d * shards[lang] for lang, d in docs.items() if shards[lang] > 1) * r["merge_per_query_and_shard"]
     one_shard = min(largest, settings.shard_docs)
-    search_unit = one_shard * r["index_per_document"] + min(largest, settings.search_unit_queries if largest > settings.shard_docs else largest) * r["search_per_query_and_shard"]
+    search_unit = one_shard * r["index_per_document"] + min(largest, settings.search_unit_queries if largest > settings.shard_docs else largest) * per_shard(
+        largest / max(1, -(-largest // settings.shard_docs))
+    )
     block = min(largest, settings.block_size)
     labels = r["labels_per_query"]
     carry_row = r["carry_per_label_row"] + r["carry_per_label_row_and_target"] * max(n - 1, 0)
