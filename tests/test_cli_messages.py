@@ -504,3 +504,24 @@ def test_dumps_list_refuses_a_mirror_folder_that_is_missing_or_no_mirror(capsys,
         "other/enterprise_html/runs/...); it holds dumps themselves, which build --dumps and plan --dumps read"
     )
     assert "note" not in output and not (tmp_path / "to").exists()
+
+
+def test_no_eof_error_of_ours_can_reach_click_as_an_abort():
+    """click turns an EOFError into "aborted" (130, the Ctrl-C code): every EOFError subclass the package defines is an InputError, which main() shows as the one-line error it is, exit 2."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from clirmatrix import cli, pipeline
+    from clirmatrix.pipeline.errors import InputError
+
+    found = []
+    modules = [module.name for package in (pipeline, cli) for module in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+    for name in modules:
+        if name.endswith("__main__"):
+            continue
+        for _, value in inspect.getmembers(importlib.import_module(name), inspect.isclass):
+            if issubclass(value, EOFError) and value.__module__.startswith("clirmatrix."):
+                found.append(value)
+    assert found, "the bz2 reader's TruncatedStreamError, at least"
+    assert [cls.__qualname__ for cls in found if not issubclass(cls, InputError)] == []
