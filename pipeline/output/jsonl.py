@@ -9,11 +9,12 @@ Blank lines are skipped, as ir_datasets does. Anything else that is off raises
 
 from __future__ import annotations
 
+import contextlib
 import os
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from itertools import accumulate, chain
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 import orjson
 from isal import igzip
@@ -196,40 +197,51 @@ def _cut(block: QueryBlock, start: int, stop: int, first_pair: int, end_pair: in
 
 
 def _parsed_chunks(name: str, read_size: int) -> Iterator[QueryBlock]:
-    """The file's lines parsed about ``read_size`` decompressed bytes at a time (a partial last line waits for the next read).
+    """The file's lines parsed about ``read_size`` decompressed bytes at a time (``line_blocks``, in pieces of at most 64 KiB)."""
+    for data, first in line_blocks(name, read_size, min(read_size, 1 << 16)):
+        yield _parse_lines(name, first, (data[:-1] if data.endswith(b"\n") else data).split(b"\n"))
 
-    The stream is read in pieces of at most 64 KiB, so a damaged stream still gives
-    the whole lines before the damage (checked, as a line-by-line read would) before
-    its error names the line it stopped in.
+
+def line_blocks(path: str | os.PathLike, block_size: int, piece: int, source: BinaryIO | None = None) -> Iterator[tuple[bytes, int]]:
+    """``(whole lines, the 1-based number of the first)`` of a gzip (or plain) file, about ``block_size`` bytes at a time.
+
+    The stream is read one decompression of at most ``piece`` bytes at a time, so a
+    damaged stream still gives the whole lines before the damage (for a bad CRC, every
+    line) before ``MalformedRecordError`` names the line after the last whole one, as a
+    line-by-line read would within its buffer. A final line without a newline is a block
+    of its own. ``source`` reads the file's bytes in place of opening ``path`` (a reader
+    that hashes them on the way).
     """
-    number, rest = 0, b""  # lines before ``rest``, and the start of a line not yet ended
+    name = os.fspath(path)
+    number, rest = 1, b""  # the number of the first line of ``rest``, the start of a line not yet ended
     pieces: list[bytes] = []
     held, damage = 0, None
-    with igzip.open(name, "rb") if name.endswith(".gz") else open(name, "rb") as stream:
+    with contextlib.ExitStack() as stack:
+        raw = source or stack.enter_context(open(name, "rb"))
+        stream = stack.enter_context(igzip.GzipFile(fileobj=raw, mode="rb")) if name.endswith(".gz") else raw
         while True:
             try:
-                piece = stream.read1(min(read_size, 1 << 16))
+                data = stream.read1(piece)  # one decompression a call: a damaged stream's error comes after the data before it
             except STREAM_ERRORS as error:
-                piece, damage = b"", error
-            if piece:
-                pieces.append(piece)
-                held += len(piece)
-                if held < read_size:
+                data, damage = b"", error
+            if data:
+                pieces.append(data)
+                held += len(data)
+                if held < block_size:
                     continue
-            data = rest + b"".join(pieces)
+            whole = rest + b"".join(pieces)
             pieces, held = [], 0
-            cut = data.rfind(b"\n")
-            if cut >= 0:
-                lines = data[:cut].split(b"\n")
-                yield _parse_lines(name, number + 1, lines)
-                number += len(lines)
-            rest = data[cut + 1:]
+            cut = whole.rfind(b"\n") + 1
+            if cut:
+                yield whole[:cut], number
+                number += whole.count(b"\n", 0, cut)
+            rest = whole[cut:]
             if damage is not None:
-                raise MalformedRecordError(name, number + 1, f"damaged gzip stream ({type(damage).__name__}: {damage})") from damage
-            if not piece:
+                raise MalformedRecordError(name, number, f"damaged gzip stream ({type(damage).__name__}: {damage})") from damage
+            if not data:
                 break
     if rest:
-        yield _parse_lines(name, number + 1, [rest])
+        yield rest, number
 
 
 class _NotAList(Exception):

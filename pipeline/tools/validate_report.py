@@ -128,12 +128,7 @@ class Recorder:
     def merge(self, other: Recorder) -> None:
         """Another unit's findings after this one's."""
         for failure, finding in other.findings:
-            key = (failure, finding.path, finding.rule)
-            self.kept[key] += 1
-            if self.kept[key] > MAX_EXAMPLES:
-                self.suppressed[key] += 1
-            else:
-                self.findings.append((failure, finding))
+            self._add(failure, finding.path, finding.rule, finding.message, finding.line)
         for key, count in other.suppressed.items():
             self.kept[key] += count
             self.suppressed[key] += count

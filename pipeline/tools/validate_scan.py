@@ -32,9 +32,8 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from isal import igzip
 
-from clirmatrix.pipeline.io.localio import STREAM_ERRORS
+from clirmatrix.pipeline.output.jsonl import MalformedRecordError, line_blocks
 
 BLOCK = 8 << 20  # decompressed bytes scanned at a time; a longer line is read whole
 PIECE = 16 << 10  # decompressed bytes read at a time (a line-by-line reader's buffer is 8 KiB)
@@ -452,37 +451,14 @@ class Reading:
 
 
 def read_blocks(path: str, reading: Reading) -> Iterator[tuple[np.ndarray, int]]:
-    """``(block of whole lines, number of its first line)`` of a gzip file; ``reading`` gets its md5, size and any stream error.
-
-    A final line without a newline is a line. The stream is read one decompression at a
-    time (at most ``PIECE`` bytes) into blocks of about ``BLOCK``, so a damaged stream
-    loses at most the piece it broke in: the whole lines before it are checked (for a bad
-    CRC, every line), and its error names the line after the last whole one (as a
-    line-by-line reader would, within its buffer).
-    """
-    line = 1
-    pending = bytearray()
+    """``(block of whole lines, number of its first line)`` of a gzip file (``jsonl.line_blocks``: ~``BLOCK`` bytes, ``PIECE`` a read); ``reading`` gets its md5, size and any stream error."""
     with open(path, "rb") as raw:
         hashing = _HashingReader(raw)
         try:
-            with igzip.GzipFile(fileobj=hashing, mode="rb") as stream:
-                while data := stream.read1(PIECE):  # one decompression a call: a damaged stream's error comes after the data before it
-                    pending += data
-                    if len(pending) >= BLOCK and (cut := pending.rfind(b"\n") + 1):
-                        block = np.frombuffer(bytes(pending[:cut]), dtype=np.uint8)
-                        del pending[:cut]
-                        yield block, line
-                        line += int(np.count_nonzero(block == 10))
-        except STREAM_ERRORS as error:
-            cut = pending.rfind(b"\n") + 1
-            pending = pending[:cut]
-            reading.error = f"damaged gzip stream ({type(error).__name__}: {error})"
-        if pending:
-            block = np.frombuffer(bytes(pending), dtype=np.uint8)
-            yield block, line
-            line += int(np.count_nonzero(block == 10))
-        if reading.error:
-            reading.error_line = line
+            for data, first in line_blocks(path, BLOCK, PIECE, hashing):
+                yield np.frombuffer(data, dtype=np.uint8), first
+        except MalformedRecordError as error:  # a damaged stream: the whole lines before it were read
+            reading.error, reading.error_line = error.reason, error.line
         reading.md5, reading.size = hashing.finish()
 
 
