@@ -31,8 +31,13 @@ zlib's ``crc32_combine``, which the standard library does not expose.
 What each size is calibrated to, and what was assumed where no figure was found, is in
 ``PUBLISHED`` and ``LangProfile`` below and in docs/benchmarks.md.
 
+Titles are as selective against the text as real English titles are against real article
+text (``TITLE_KINDS``, measured by ``bench/title_selectivity.py``). ``--partner LANG:N`` also
+writes a second language's Enterprise HTML dump whose N articles are the first of this
+language's items with a sitelink to it (``partner_world``), so a build has directions.
+
 Usage: python bench/realistic_dumps.py --out DIR --lang en --articles 100000
-       --formats html,xml,wikidata,items-per-site [--seed 1] [--processes 2]
+       --formats html,xml,wikidata,items-per-site [--seed 1] [--processes 2] [--partner de:20000]
 """
 
 from __future__ import annotations
@@ -162,7 +167,19 @@ _SCRIPT_LETTERS = {
 _EXTRA_LETTERS = {"de": "äöüß", "fr": "éèàç", "es": "ñáéó", "pl": "łśżą", "sv": "åäö", "vi": "ăâđêôơư", "pt": "ãçé", "it": "àè"}
 _UNSPACED = {"zh", "ja"}
 VOCABULARY_SIZE = 100_000
-_FREQUENT_WORDS = 60  # the ranks that are function words: rare in titles
+_FREQUENT_WORDS = 60  # the most frequent ranks (function words): qualifiers of other languages skip them
+# A title word's share of each band of prose ranks (upper rank, share): real titles' terms by their document
+# frequency (>= 20 %, 5-20 %, 1-5 %, 0.1-1 %, rarer), docs/benchmarks.md 2026-11-29 (``_title_weights``).
+# Titles as real English titles are against real article text (bench/title_selectivity.py on 42,185 articles of three
+# samples, docs/benchmarks.md 2026-11-29): 53 % are names, every term in under 1 % of the texts, 47 % describe
+# (a list, a season, a film) with at least one term in 1 % or more. Per kind: its share, its words' count (1-5)
+# and their shares of the bands of prose ranks by document frequency in the truncated text (``TITLE_BANDS``:
+# >= 20 %, 5-20 %, 1-5 %, 0.1-1 %, rarer), from the real titles' terms in those bands (``_title_weights``).
+TITLE_BANDS = (70, 313, 1_598, 16_557, VOCABULARY_SIZE)
+TITLE_KINDS = {
+    "names": (0.53, (0.15, 0.67, 0.15, 0.03, 0.0), (0.0, 0.0, 0.0, 0.26, 0.74)),
+    "descriptive": (0.47, (0.0, 0.2, 0.31, 0.22, 0.27), (0.026, 0.194, 0.344, 0.235, 0.201)),
+}
 
 
 def _make_word(rng: random.Random, script: str, syllables: int, extra: str) -> str:
@@ -200,15 +217,32 @@ class Vocabulary:
         ranks = np.arange(size, dtype=np.float64)
         prose = 1.0 / (ranks + 2.7) ** 1.0  # Zipf-Mandelbrot, exponent 1
         self.prose_cdf = np.cumsum(prose) / prose.sum()
-        titles = 1.0 / (ranks + 5.0) ** 0.95
-        titles[:_FREQUENT_WORDS] *= 0.15  # function words are rarer in titles than in prose
-        self.title_cdf = np.cumsum(titles) / titles.sum()
+        self.title_cdfs = {kind: np.cumsum(_title_weights(size, shares)) for kind, (_, _, shares) in TITLE_KINDS.items()}
 
     def prose_ids(self, rng: np.random.Generator, n: int) -> list[int]:
         return np.searchsorted(self.prose_cdf, rng.random(n)).tolist()
 
-    def title_ids(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return np.searchsorted(self.title_cdf, rng.random(n))
+    def title_ids(self, rng: np.random.Generator, n: int, kind: str = "names") -> np.ndarray:
+        return np.minimum(np.searchsorted(self.title_cdfs[kind], rng.random(n)), len(self.words) - 1)
+
+
+def _title_weights(size: int, shares: tuple[float, ...]) -> np.ndarray:
+    """A title word's chance of each rank: Zipf within bands of the prose's document frequency, each band at ``shares``.
+
+    A word's rank sets its document frequency in the truncated text (the prose is Zipf,
+    exponent 1): on 20,000 articles, ranks below 70 are in at least 20 % of the texts,
+    below 313 in 5 %, below 1,598 in 1 %, below 16,557 in 0.1 % (``TITLE_BANDS``).
+    """
+    ranks = np.arange(size, dtype=np.float64)
+    zipf = 1.0 / (ranks + 5.0) ** 0.95
+    weights = np.zeros(size)
+    low = 0
+    for high, share in zip(TITLE_BANDS, shares, strict=True):
+        high = min(high, size)
+        if high > low:
+            weights[low:high] = share * zipf[low:high] / zipf[low:high].sum()
+        low = high
+    return weights / weights.sum()
 
 
 def profile_of(lang: str) -> LangProfile:
@@ -251,10 +285,15 @@ def _lang_number(lang: str) -> int:
 def make_world(lang: str, articles: int, seed: int, unlinked_ratio: float = 1.0) -> World:
     """Titles (Zipf words, 1-5 of them, some qualified in parentheses, all distinct), ids and layout."""
     vocabulary = Vocabulary(lang, seed)
-    profile = profile_of(lang)
     rng = np.random.default_rng([seed, _lang_number(lang), 1])
-    lengths = rng.choice([1, 2, 3, 4, 5], size=articles, p=[0.2, 0.4, 0.22, 0.11, 0.07])
-    ids = vocabulary.title_ids(rng, int(lengths.sum())).tolist()
+    described = rng.random(articles) < TITLE_KINDS["descriptive"][0]
+    lengths = np.where(described, rng.choice([1, 2, 3, 4, 5], size=articles, p=TITLE_KINDS["descriptive"][1]),
+                       rng.choice([1, 2, 3, 4, 5], size=articles, p=TITLE_KINDS["names"][1]))
+    drawn = {kind: vocabulary.title_ids(rng, int(lengths[mask].sum()), kind) for kind, mask in (("names", ~described), ("descriptive", described))}
+    kinds = np.repeat(described, lengths)
+    ids = np.empty(int(lengths.sum()), dtype=np.int64)
+    ids[~kinds], ids[kinds] = drawn["names"], drawn["descriptive"]
+    ids = ids.tolist()
     capital = (rng.random(len(ids)) < 0.6).tolist()
     qualified = (rng.random(articles) < 0.12).tolist()
     years = rng.integers(1850, 2026, size=articles).tolist()
@@ -278,8 +317,15 @@ def make_world(lang: str, articles: int, seed: int, unlinked_ratio: float = 1.0)
             title = f"{base} ({_qualifier(lang, words, picks[i] + suffix, years[i] + suffix)})"
         seen.add(title)
         titles.append(title)
-    page_ids = 12 + 9 * np.arange(articles, dtype=np.int64)  # 8 ids after each article for its redirects and other pages
     qids = 100 + 16 * np.arange(articles, dtype=np.int64) + rng.integers(0, 16, size=articles)
+    return _world(lang, seed, vocabulary, titles, qids, unlinked_ratio)
+
+
+def _world(lang: str, seed: int, vocabulary: Vocabulary, titles: list[str], qids: np.ndarray, unlinked_ratio: float) -> World:
+    """The world of these titles and items: page ids, link popularity and page layout."""
+    profile = profile_of(lang)
+    articles = len(titles)
+    page_ids = 12 + 9 * np.arange(articles, dtype=np.int64)  # 8 ids after each article for its redirects and other pages
     ranks = np.arange(articles, dtype=np.float64)
     popularity = 1.0 / (ranks + 1.0) ** 0.9  # in-links are heavy-tailed
     link_cdf = np.cumsum(popularity) / popularity.sum()
@@ -289,6 +335,27 @@ def make_world(lang: str, articles: int, seed: int, unlinked_ratio: float = 1.0)
     others = np.minimum(layout.poisson(profile.other_pages_per_article, size=articles), 8 - redirects)
     hrefs = [title.replace(" ", "_") for title in titles]
     return World(lang, seed, articles, vocabulary, titles, page_ids, qids, link_cdf, scatter, hrefs, redirects, others, int(articles * unlinked_ratio))
+
+
+def partner_world(main: World, lang: str, articles: int) -> World:
+    """A second language whose articles are the first ``articles`` of ``main``'s items with a sitelink to it, titled as
+    those sitelinks are: its Enterprise records name the same items, and ``main``'s Wikidata dumps link them by title.
+
+    So a build of ``main``'s dumps (with its ``wikidata`` or ``items-per-site``) and this
+    language's ``html`` has BI-139 directions between the two (the scale benchmark's partner).
+    """
+    site, titles, qids, seen = f"{lang.replace('-', '_')}wiki", [], [], set()
+    for index in range(main.articles):
+        title = item_sitelinks(main, index).get(site)
+        if title is not None and title not in seen:
+            seen.add(title)
+            titles.append(title)
+            qids.append(int(main.qids[index]))
+            if len(titles) == articles:
+                break
+    if len(titles) < articles:
+        raise ValueError(f"{main.lang}'s {main.articles:,} items have only {len(titles):,} sitelinks to {site}, not {articles:,}")
+    return _world(lang, main.seed, Vocabulary(lang, main.seed), titles, np.array(qids, dtype=np.int64), 0.0)
 
 
 def _qualifier(lang: str, words: list[str], pick: int, year: int) -> str:
@@ -1538,14 +1605,15 @@ def _article_summary(stats: ArticleStats) -> dict:
 
 def write_realistic_dumps(out_dir: str | Path, lang: str = "en", articles: int = 10_000, formats: tuple[str, ...] = FORMATS, seed: int = 1,
                           processes: int | None = None, lines_per_member: int = DEFAULT_LINES_PER_MEMBER, date: str = DEFAULT_DATE,
-                          unlinked_ratio: float = 1.0, gzip_level: int | None = FAST, text_every: int = 20) -> dict:
+                          unlinked_ratio: float = 1.0, gzip_level: int | None = FAST, text_every: int = 20, partner: tuple[str, int] | None = None) -> dict:
     """Write the dumps of ``formats`` for ``articles`` articles of ``lang``; returns the realised statistics (also in ``realistic-stats.json``).
 
     The output depends only on the arguments other than ``processes``. ``unlinked_ratio``
     adds that many Wikidata items without sitelinks per article (most of Wikidata's
     ~113 M items link no Wikipedia). ``gzip_level`` 1-9 compresses with zlib (6 is
     gzip's default, for realistic sizes), ``FAST`` with isal. ``text_every`` measures CirrusSearch-style text
-    (``html_to_text``) on every n-th article (0: none).
+    (``html_to_text``) on every n-th article (0: none). ``partner`` (language, articles) also writes that
+    language's Enterprise HTML dump (``partner_world``: articles of ``lang``'s items, linked by their sitelinks).
     """
     global _WORLD
     unknown = set(formats) - set(FORMATS)
@@ -1574,6 +1642,13 @@ def write_realistic_dumps(out_dir: str | Path, lang: str = "en", articles: int =
             stats[name] = writers[name]()
             stats["timings_s"][name] = time.perf_counter() - begun
             stats["cpu_s"][name] = _cpu_seconds() - cpu
+    if partner:
+        begun, cpu = time.perf_counter(), _cpu_seconds()
+        _WORLD = partner_world(world, *partner)
+        stats["partner"] = {"lang": partner[0], "html": _write_html(out, _WORLD, date, processes, lines_per_member, gzip_level, 0)}
+        stats["timings_s"]["partner"] = time.perf_counter() - begun
+        stats["cpu_s"]["partner"] = _cpu_seconds() - cpu
+        _WORLD = world
     stats["timings_s"]["total"] = time.perf_counter() - started
     stats["projection"] = project(stats, profile_of(lang).articles)
     (out / STATS_FILE).write_text(json.dumps(stats, indent=1, ensure_ascii=False) + "\n")
@@ -1631,6 +1706,9 @@ def print_stats(stats: dict, stream=sys.stdout) -> None:
     if "items-per-site" in stats:
         ips = stats["items-per-site"]
         print(f"wb_items_per_site {ips['file']}: {ips['rows']:,} rows, {ips['compressed_bytes'] / 1e6:,.1f} MB gz ({ips['uncompressed_bytes'] / 1e6:,.1f} MB SQL)", file=stream)
+    if "partner" in stats:
+        html = stats["partner"]["html"]
+        print(f"partner {stats['partner']['lang']} {html['file']}: {html['compressed_bytes'] / 1e6:,.1f} MB gz, {html['articles']['html_bytes']['n']:,} articles", file=stream)
     projection = stats["projection"]
     print(f"projected to {projection['real_articles']:,} articles: " + ", ".join(f"{k} {v:,.1f}" for k, v in projection.items() if k != "real_articles"), file=stream)
     print("wall (s): " + ", ".join(f"{k} {v:.1f}" for k, v in stats["timings_s"].items()), file=stream)
@@ -1651,11 +1729,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gzip-level", type=int, choices=range(1, 10), default=FAST,
                         help="zlib level for the .gz files (6: gzip's default, realistic sizes, slow); default: isal level 2, ~15%% larger")
     parser.add_argument("--text-every", type=int, default=20, help="measure the extracted text of every n-th article (0: none)")
+    parser.add_argument("--partner", help="LANG:N: also an Enterprise HTML dump of N articles in LANG, of this language's items that link to it")
     args = parser.parse_args(argv)
+    partner = None
+    if args.partner:
+        code, _, count = args.partner.partition(":")
+        if not code or not count.isdigit() or int(count) < 1:
+            print(f"realistic_dumps: --partner {args.partner}: give LANG:N, N at least 1", file=sys.stderr)
+            return 2
+        partner = (code, int(count))
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     try:
         stats = write_realistic_dumps(args.out, args.lang, args.articles, formats, args.seed, args.processes, args.lines_per_member, args.date,
-                                      args.unlinked_ratio, args.gzip_level, args.text_every)
+                                      args.unlinked_ratio, args.gzip_level, args.text_every, partner)
     except ValueError as error:
         print(f"realistic_dumps: {error}", file=sys.stderr)
         return 2

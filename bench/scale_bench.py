@@ -47,8 +47,17 @@ Last, what ``clirmatrix plan`` needs beside the rates (docs/planning.md):
 
 Everything goes to the cost model ``pipeline/cost_model.json`` (dated, with this command).
 
+``--realistic`` instead builds each size as realistic Enterprise HTML dumps
+(``bench/realistic_dumps.py``) beside ``clirmatrix plan``, every unit measured, into
+``OUT/realistic.json`` (the cost model untouched), and ``--refit`` refits the cost model's
+rates that rest on what an article is from such builds: ``bench/scale_realistic.py``, which
+also holds the Dask cluster and the stage watch both kinds of build are measured with.
+
 Usage: python bench/scale_bench.py [--sizes 250000,1000000] [--workers 2] [--memory-limit 3GB] [--reuse] [--report] [--floor-rounds 5]
                                    [--small-langs en+de,en+de+es+ru] [--small-docs 1200] [--small-rounds 2] [--kinds-docs 3000]
+       python bench/scale_bench.py --realistic --sizes 2000000 --partner-docs 20000 --workers 2 --memory-limit 3GB --out DIR
+                                   [--drop-dumps] [--reuse] [--resume] [--report]
+       python bench/scale_bench.py --realistic --refit DIR1/realistic.json DIR2/realistic.json
 """
 
 from __future__ import annotations
@@ -59,8 +68,6 @@ import json
 import logging
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -68,118 +75,20 @@ from pathlib import Path
 
 import numpy as np
 
-from clirmatrix.beam_jobs.build import STAGES
-from clirmatrix.pipeline.tools import plan as planning
-from clirmatrix.pipeline.tools.plan import FULL_PAIRS_PER_QUERY, RELEASE_FULL_PAIRS, RELEASE_LANGUAGES, RELEASE_QUERIES
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import scale_realistic  # noqa: E402
+from scale_realistic import DaskCluster, StageWatch, build_on_dask, folder_bytes, peak_rss_mb, reset_peak  # noqa: E402
+
+from clirmatrix.beam_jobs.build import STAGES  # noqa: E402
+from clirmatrix.pipeline.tools import plan as planning  # noqa: E402
+from clirmatrix.pipeline.tools.plan import FULL_PAIRS_PER_QUERY, RELEASE_FULL_PAIRS, RELEASE_LANGUAGES, RELEASE_QUERIES  # noqa: E402
 
 EN_DOCS = 5_984_197  # DOCS/en.tsv.gz of the release (docs/formats.md 1.4)
 RELEASE_DIRECTIONS = RELEASE_LANGUAGES * (RELEASE_LANGUAGES - 1)
 OTHER_LANGUAGES = RELEASE_LANGUAGES - 1  # every query's labels are carried into 138 other languages
 
 
-def _proc(pid: int, name: str) -> str:
-    return Path(f"/proc/{pid}/{name}").read_text()
-
-
-def peak_rss_mb(pid: int) -> float:
-    """Peak resident memory since the last reset (``VmHWM``), in MB."""
-    for line in _proc(pid, "status").splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def reset_peak(pid: int) -> None:
-    with open(f"/proc/{pid}/clear_refs", "w") as handle:  # "5": reset the peak resident set size
-        handle.write("5")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = _proc(pid, "stat").rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class StageWatch(logging.Handler):
-    """Follows the build's stage log lines and measures each stage on the driver and on every worker process.
-
-    Workers are restarted when a stage starts, so what a stage's peak counts is that
-    stage's own memory, not what a worker kept from the stage before.
-    """
-
-    def __init__(self, cluster: DaskCluster) -> None:
-        super().__init__(level=logging.INFO)
-        self.cluster = cluster
-        self.pids: list[int] = []  # the driver first, then the workers
-        self.stages: dict[str, dict] = {}
-        self._started: dict[int, float] = {}
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.msg == "%s: running":
-            self.pids = [os.getpid(), *self.cluster.restart_workers()]
-            for pid in self.pids:
-                reset_peak(pid)
-                self._started[pid] = cpu_seconds(pid)
-        elif record.msg == "%s: done in %.1f s":
-            stage = record.args[0]
-            peaks = [peak_rss_mb(pid) for pid in self.pids]
-            self.stages[stage] = {
-                "driver_peak_mb": round(peaks[0], 1),
-                "worker_peak_mb": round(max(peaks[1:]), 1),
-                "cpu_seconds": round(sum(cpu_seconds(pid) - self._started.get(pid, 0.0) for pid in self.pids), 2),
-            }
-
-
-class DaskCluster:
-    """A scheduler and ``workers`` single-threaded worker processes on 127.0.0.1, each in its own folder."""
-
-    def __init__(self, root: Path, workers: int, memory_limit: str) -> None:
-        root = root.resolve()  # each process runs in a folder of its own
-        self.root = root
-        self.processes: list[subprocess.Popen] = []
-        bin_dir = Path(sys.executable).parent
-        scheduler_file = root / "scheduler.json"
-        scheduler_file.unlink(missing_ok=True)
-        env = {**os.environ, "DASK_DISTRIBUTED__WORKER__MEMORY__TARGET": "False", "DASK_DISTRIBUTED__WORKER__MEMORY__SPILL": "False", "DASK_DISTRIBUTED__WORKER__MEMORY__PAUSE": "False"}
-        (root / "scheduler").mkdir(parents=True, exist_ok=True)
-        self._start([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)], root / "scheduler", env)
-        while not (scheduler_file.exists() and scheduler_file.stat().st_size):
-            if self.processes[0].poll() is not None:
-                sys.exit(f"the dask scheduler did not start; see {root / 'scheduler' / 'log.txt'}")
-            time.sleep(0.1)
-        for n in range(workers):
-            folder = root / f"worker{n}"
-            folder.mkdir(exist_ok=True)
-            command = [str(bin_dir / "dask"), "worker", "--scheduler-file", str(scheduler_file), "--nworkers", "1", "--nthreads", "1"]
-            self._start(command + ["--memory-limit", memory_limit, "--no-dashboard", "--local-directory", str(folder)], folder, env)
-        from distributed import Client
-
-        self.workers = workers
-        self.address = json.loads(scheduler_file.read_text())["address"]
-        with Client(self.address, timeout=60) as client:
-            client.wait_for_workers(workers, timeout=120)
-
-    def restart_workers(self) -> list[int]:
-        """Fresh worker processes (their nannies restart them); their process ids."""
-        from distributed import Client
-
-        with Client(self.address, timeout=60) as client:
-            client.restart(wait_for_workers=True, timeout=120)
-            client.wait_for_workers(self.workers, timeout=120)
-            return sorted(client.run(os.getpid).values())
-
-    def _start(self, command: list[str], cwd: Path, env: dict) -> None:
-        log = open(cwd / "log.txt", "w")
-        self.processes.append(subprocess.Popen(command, cwd=cwd, stdout=log, stderr=log, env=env, start_new_session=True))
-
-    def stop(self) -> None:
-        for process in reversed(self.processes):
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-                process.wait(timeout=30)
-
-
 def run_size(docs: int, args: argparse.Namespace) -> dict:
-    from clirmatrix.beam_jobs.build import run_build
     from clirmatrix.pipeline.config import BuildConfig
     from clirmatrix.pipeline.tools.sample import write_scale_dumps
 
@@ -191,18 +100,10 @@ def run_size(docs: int, args: argparse.Namespace) -> dict:
         counts = write_scale_dumps(dumps, docs, partner_docs=args.partner_docs, parts=args.parts)
         print(f"generated {counts} in {time.perf_counter() - started:.0f} s", flush=True)
     shutil.rmtree(out, ignore_errors=True)
+    config = replace(BuildConfig(), dumps=str(dumps), out=str(out), min_docs=1_000, shard_docs=args.shard_docs, block_size=args.block_size)
     cluster = DaskCluster(root / "cluster", args.workers, args.memory_limit)
     watch = StageWatch(cluster)
-    logging.getLogger("clirmatrix").addHandler(watch)
-    logging.getLogger("clirmatrix").setLevel(logging.INFO)
-    try:
-        config = replace(BuildConfig(), dumps=str(dumps), out=str(out), min_docs=1_000, shard_docs=args.shard_docs, block_size=args.block_size)
-        started = time.perf_counter()
-        result = run_build(config, ["--runner", "dask", "--dask_client_address", cluster.address])
-        total = time.perf_counter() - started
-    finally:
-        logging.getLogger("clirmatrix").removeHandler(watch)
-        cluster.stop()
+    result, total = build_on_dask(config, cluster, watch)
     return {
         "docs": docs,
         "work": result.work,
@@ -232,12 +133,6 @@ def build_facts(dumps: str, result) -> dict:
         "full_lines": sum(f["lines"] for f in full),
         "full_pairs": sum(f["pairs"] for f in full),
     }
-
-
-def folder_bytes(root: Path, skip: Path | None = None) -> int:
-    """Bytes of every file under ``root`` (less those under ``skip``)."""
-    skip = skip.resolve() if skip else None
-    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not (skip and p.resolve().is_relative_to(skip)))
 
 
 def unit_costs(result) -> dict:
@@ -303,10 +198,29 @@ def language_sizes(total: int) -> list[int]:
 SCENARIOS = {"the release (49.28 M queries)": RELEASE_QUERIES, "a 2026 rebuild (65.75 M)": 65_747_190}
 
 
-def query_shards(shard_docs: int, total: int, sharded_only: bool = False) -> int:
-    """Queries times shards over the 139 languages holding ``total`` articles (``language_sizes``); only those of several shards (which merge) if ``sharded_only``."""
-    shards = [(n, -(-n // shard_docs)) for n in language_sizes(total)]
-    return sum(n * max(1, count) for n, count in shards if count > 1 or not sharded_only)
+def query_shards(shard_docs: int, total: int, sharded_only: bool = False, per_document: float = 0.0) -> float:
+    """Queries times shards over the 139 languages holding ``total`` articles (``language_sizes``); only those of several shards (which merge) if ``sharded_only``.
+
+    With ``per_document``, each query and shard also counts ``per_document`` times the shard's documents (a query's
+    postings grow with its shard: a search rate of ``a + b * shard documents`` is ``a * query_shards(...) + query_shards(..., per_document=b)``
+    less the first term: see ``search_rates``)."""
+    shards = [(n, max(1, -(-n // shard_docs))) for n in language_sizes(total)]
+    if per_document:
+        return sum(n * count * per_document * n / count for n, count in shards if count > 1 or not sharded_only)
+    return sum(n * count for n, count in shards if count > 1 or not sharded_only)
+
+
+def search_rates(runs: list[dict]) -> tuple[float, float]:
+    """CPU seconds a query and shard: ``(a, b)`` of ``a + b * shard documents``, from the two largest runs' search units.
+
+    Real titles hold terms in a share of the texts (docs/benchmarks.md 2026-11-29), so a query's postings, and what
+    searching a shard costs, grow with the shard; the two sizes give the line (``b`` at least 0). One run: ``b`` 0."""
+    measured = [(run["units"]["search_cpu"] / run["units"]["query_shards"], run["docs"] / max(1, run["units"]["query_shards"] // run["docs"])) for run in runs]
+    if len(measured) < 2 or measured[-1][1] == measured[-2][1]:
+        return measured[-1][0], 0.0
+    (low, small), (high, large) = measured[-2:]
+    slope = max((high - low) / (large - small), 0.0)
+    return high - slope * large, slope
 
 
 def project(runs: list[dict], shard_docs: int) -> dict:
@@ -334,7 +248,8 @@ def project(runs: list[dict], shard_docs: int) -> dict:
     # Each part's hours for each scenario: the search and merge by queries times shards, the others by queries.
     totals = list(SCENARIOS.values())
     grow = [total / RELEASE_QUERIES for total in totals]
-    search = tuple(u["search_cpu"] / u["query_shards"] * query_shards(shard_docs, total) for total in totals)
+    search_a, search_b = search_rates(runs)
+    search = tuple(search_a * query_shards(shard_docs, total) + query_shards(shard_docs, total, per_document=search_b) for total in totals)
     merge = tuple(u["merge_cpu"] / max(u["merged_query_shards"], 1) * query_shards(shard_docs, total, sharded_only=True) for total in totals)
     # A direction's cost: per line (its query's id and title, the line) and per pair. Two directions of
     # very different pairs per line (en -> de: a few; de -> en: ~100) separate the two.
@@ -357,7 +272,7 @@ def project(runs: list[dict], shard_docs: int) -> dict:
     hours["retrieve: search"], hours["retrieve: merge"] = search, merge
     rates = {
         "index": f"{u['index_cpu'] / u['docs'] * 1e6:.0f} us a document",
-        "search": f"{u['search_cpu'] / u['query_shards'] * 1e6:.0f} us a query and shard",
+        "search": f"{u['search_cpu'] / u['query_shards'] * 1e6:.0f} us a query and shard ({search_a * 1e6:.0f} + {search_b * 1e9:.2f} a 1,000 documents of the shard)",
         "merge": f"{u['merge_cpu'] / max(u['merged_query_shards'], 1) * 1e6:.1f} us a query and shard",
         "label": f"{label_cpu / u['docs'] * 1e6:.0f} us a query",
         "carry": f"{carry_once * 1e9:.0f} ns a label row once and {carry_per_target * 1e9:.0f} ns a label row and target language ({labels_per_query:.0f} labels a query)",
@@ -366,7 +281,8 @@ def project(runs: list[dict], shard_docs: int) -> dict:
     }
     unit_rates = {
         "index_per_document": u["index_cpu"] / u["docs"],
-        "search_per_query_and_shard": u["search_cpu"] / u["query_shards"],
+        "search_per_query_and_shard": search_a,
+        "search_per_query_shard_and_document": search_b,
         "merge_per_query_and_shard": u["merge_cpu"] / max(u["merged_query_shards"], 1),
         "label_per_query": label_cpu / u["docs"],
         "pair_languages_per_document_and_language": links_cpu / (2 * u["docs"]),
@@ -688,11 +604,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--kinds-docs", type=int, default=3_000, help="articles a language in the dumps extraction is timed on")
     parser.add_argument("--kinds-rounds", type=int, default=3)
     parser.add_argument("--small-only", action="store_true", help="with --report: run the small builds again, the rest from OUT/results.json")
+    scale_realistic.add_arguments(parser)
     args = parser.parse_args(argv)
     from clirmatrix.pipeline.method.units import DEFAULT_BLOCK_SIZE, DEFAULT_SHARD_DOCS
 
     args.shard_docs = args.shard_docs or DEFAULT_SHARD_DOCS
     args.block_size = args.block_size or DEFAULT_BLOCK_SIZE
+    this = "python bench/scale_bench.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    if args.realistic:
+        scale_realistic.main(args, this)
+        return
     results = Path(args.out) / "results.json"
     if args.report:
         saved = renamed_stages(json.loads(results.read_text()))
@@ -721,7 +642,6 @@ def main(argv: list[str] | None = None) -> None:
         extraction = extraction_rates(args)
         small = small_builds(args)
     results.parent.mkdir(parents=True, exist_ok=True)
-    this = "python bench/scale_bench.py " + " ".join(sys.argv[1:] if argv is None else argv)
     command = (saved.get("command", "").split(" && ")[0] + (f" && {this}" if args.small_only else "")) if args.report else this
     results.write_text(json.dumps({"runs": runs, "projection": projection, "floors": floors, "small": small, "extraction": extraction, "settings": vars(settings), "command": command}, indent=1))
     print_report(runs, projection, settings)
