@@ -26,7 +26,7 @@ def _scan_lines(lines: list[bytes], lowest: int = 0, candidates: int = -1) -> tu
     starts, verdicts, ids = np.empty(n, np.int64), np.empty(n, np.int8), np.empty(n, np.int64)
     offsets, docs, labels = np.empty(n + 1, np.int64), np.empty(bound, np.int64), np.empty(bound, np.int64)
     seen = np.full((512, 2), -1, np.int64)
-    count = scan.scan_queries(text, scan.HEAD, scan.MIDDLE, scan.RESULTS, lowest, candidates, True, starts, verdicts, ids, offsets, docs, labels, seen)
+    count = scan.scan_queries(text, scan.HEAD, scan.MIDDLE, scan.RESULTS, True, lowest, candidates, True, starts, verdicts, ids, offsets, docs, labels, seen, np.empty((len(starts), 2), np.int64))
     assert count == len(lines)
     pairs = [(offsets[i], offsets[i + 1]) for i in range(count)]
     return verdicts[:count].tolist(), ids[:count].tolist(), [docs[a:b].tolist() for a, b in pairs], [labels[a:b].tolist() for a, b in pairs]

@@ -249,7 +249,7 @@ def _class_hits(src, start, end, words, offsets):
 
 
 @numba.njit(cache=True)
-def _put_char(out, n, code):
+def put_char(out, n, code):
     """Write code point ``code`` as UTF-8 at ``out[n]``; the new length."""
     if code < 0x80:
         out[n] = code
@@ -439,7 +439,7 @@ def _scan(src, out, keys, values, class_words, class_offsets, rel):  # noqa: C90
                     n += 1
                 pending = False
                 if b == 38:
-                    n = _put_char(out, n, 38 if code == -1 else code)
+                    n = put_char(out, n, 38 if code == -1 else code)
                     continue
                 out[n] = b
                 n += 1

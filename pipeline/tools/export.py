@@ -28,10 +28,8 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from pathlib import Path
 
-import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -41,14 +39,14 @@ from clirmatrix.pipeline.io.localio import atomic_write
 from clirmatrix.pipeline.io.reports import report_path
 from clirmatrix.pipeline.output import layout
 from clirmatrix.pipeline.output.card import CARD, render_card
-from clirmatrix.pipeline.output.jsonl import MalformedRecordError, iter_docs, iter_queries, walk_release
+from clirmatrix.pipeline.output.jsonl import MalformedRecordError, walk_release
+from clirmatrix.pipeline.tools.release_columns import docs_columns, docs_json_lines, query_columns
 from clirmatrix.schemas.contracts import ExportReport, ExportTask
 
 FORMATS = layout.EXPORT_FORMATS
 IN_PROGRESS = "EXPORT_IN_PROGRESS"
 REPORTS = ".export"  # the units' reports (under its ``_reports/``): hidden, so no reader of the export sees them
 SPLIT_ORDER = {split: number for number, split in enumerate(layout.SPLITS)}  # a direction's splits as the release lists them
-BATCH_ROWS = 10_000  # records held at once by a unit: a few MB whatever the file's size
 BEIR_QRELS_HEADER = "query-id\tcorpus-id\tscore\n"
 HF_QUERIES = pa.schema([("src_id", pa.string()), ("src_query", pa.string()),
                         ("tgt_results", pa.list_(pa.struct([("doc_id", pa.string()), ("label", pa.int8())])))])
@@ -152,7 +150,7 @@ def is_done(root: str | os.PathLike, to: str | os.PathLike, task: ExportTask) ->
 
 
 def export_unit(root: str | os.PathLike, to: str | os.PathLike, task: ExportTask) -> ExportReport:
-    """Write one unit's outputs from its released file, streamed in batches of ``BATCH_ROWS`` records."""
+    """Write one unit's outputs from its released file, streamed a block of ~8 MB of text at a time (``release_columns``)."""
     source = Path(root) / task.source
     stamp = _stamp(source)
     targets = [Path(to) / output for output in task.outputs]
@@ -179,18 +177,7 @@ class DamagedReleaseError(InvalidInputError):
                    f"{to} stays unfinished (fetch them again, then rerun):\n" + "\n".join("    " + line for line in errors))
 
 
-def _batches(items: Iterator, size: int = BATCH_ROWS) -> Iterator[list]:
-    batch = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
-def _parquet(target: Path, schema: pa.Schema, batches: Iterator[dict]) -> int:
+def _parquet(target: Path, schema: pa.Schema, batches: Iterator[dict], dictionary: bool = True) -> int:
     """Rows written to a zstd Parquet file, one row group a batch, atomically (an empty file still has the schema).
 
     A damaged source ends the batches with an error: the writer is closed then, inside the
@@ -198,7 +185,7 @@ def _parquet(target: Path, schema: pa.Schema, batches: Iterator[dict]) -> int:
     handle (which printed pyarrow's ``Exception ignored in ParquetWriter.__del__`` traceback).
     """
     rows = 0
-    with atomic_write(target) as handle, pq.ParquetWriter(handle, schema, compression="zstd") as writer:
+    with atomic_write(target) as handle, pq.ParquetWriter(handle, schema, compression="zstd", use_dictionary=dictionary) as writer:
         for columns in batches:
             table = pa.table(columns, schema=schema)
             writer.write_table(table)
@@ -208,22 +195,24 @@ def _parquet(target: Path, schema: pa.Schema, batches: Iterator[dict]) -> int:
 
 def _write_docs(fmt: str, source: Path, target: Path) -> int:
     if fmt == "hf":
-        return _parquet(target, HF_DOCS, ({"doc_id": [d for d, _ in batch], "text": [t for _, t in batch]} for batch in _batches(iter_docs(source))))
+        # no dictionary: every id and text is distinct, and trying one cost a quarter of the writing
+        return _parquet(target, HF_DOCS, ({"doc_id": doc_ids, "text": texts} for doc_ids, texts in docs_columns(source)), dictionary=False)
     rows = 0
     with atomic_write(target) as out:
-        for batch in _batches(iter_docs(source)):
-            if fmt == "beir":
-                out.write(b"".join(orjson.dumps({"_id": doc_id, "title": "", "text": text}) + b"\n" for doc_id, text in batch))
-            else:
-                out.write(b"".join(orjson.dumps({"id": doc_id, "contents": text}) + b"\n" for doc_id, text in batch))
-            rows += len(batch)
+        for lines, count in docs_json_lines(source, beir_doc if fmt == "beir" else pyserini_doc):
+            out.write(lines)
+            rows += count
     return rows
 
 
-def _flat_pairs(batch: list) -> tuple[pa.Array, pa.Array]:
-    """A batch's judged documents as Arrow columns, doc ids and labels (no Python dict a pair)."""
-    flat = list(chain.from_iterable(record.tgt_results for record in batch))
-    return pa.array([pair[0] for pair in flat], pa.string()), pa.array([pair[1] for pair in flat], pa.int8())
+def beir_doc(doc_id: str, text: str) -> dict:
+    """A line of a BEIR ``corpus.jsonl``."""
+    return {"_id": doc_id, "title": "", "text": text}
+
+
+def pyserini_doc(doc_id: str, text: str) -> dict:
+    """A line of an Anserini ``JsonCollection``."""
+    return {"id": doc_id, "contents": text}
 
 
 def _write_hf_queries(source: Path, targets: list[Path]) -> tuple[int, int, int]:
@@ -232,14 +221,11 @@ def _write_hf_queries(source: Path, targets: list[Path]) -> tuple[int, int, int]
 
     def columns() -> Iterator[dict]:
         nonlocal qrels
-        for batch in _batches(iter_queries(source)):
-            doc_ids, labels = _flat_pairs(batch)
-            offsets = np.zeros(len(batch) + 1, dtype=np.int32)
-            np.cumsum([len(record.tgt_results) for record in batch], out=offsets[1:])
-            pairs = pa.StructArray.from_arrays([doc_ids, labels], fields=list(pair_type.value_type))
-            qrels += len(doc_ids)
-            yield {"src_id": [r.src_id for r in batch], "src_query": [r.src_query for r in batch],
-                   "tgt_results": pa.ListArray.from_arrays(pa.array(offsets), pairs, type=pair_type)}
+        for block in query_columns(source):
+            pairs = pa.StructArray.from_arrays([block.doc_ids, block.labels_int8()], fields=list(pair_type.value_type))
+            qrels += block.pairs
+            yield {"src_id": block.src_ids, "src_query": block.src_queries,
+                   "tgt_results": pa.ListArray.from_arrays(pa.array(block.offsets, pa.int32()), pairs, type=pair_type)}
 
     return _parquet(targets[0], HF_QUERIES, columns()), qrels, 0
 
@@ -248,11 +234,10 @@ def _write_beir_queries(source: Path, targets: list[Path]) -> tuple[int, int, in
     rows = qrels = 0
     with atomic_write(targets[0]) as qrels_out, atomic_write(targets[1]) as queries_out:
         qrels_out.write(BEIR_QRELS_HEADER.encode())
-        for batch in _batches(iter_queries(source)):
-            queries_out.write(b"".join(orjson.dumps({"_id": r.src_id, "text": r.src_query}) + b"\n" for r in batch))
-            lines = [f"{r.src_id}\t{doc_id}\t{label}\n" for r in batch for doc_id, label in r.tgt_results]
-            qrels_out.write("".join(lines).encode())
-            rows, qrels = rows + len(batch), qrels + len(lines)
+        for block in query_columns(source):
+            queries_out.write(b"".join(orjson.dumps({"_id": src_id, "text": query}) + b"\n" for src_id, query in zip(block.src_ids.to_pylist(), block.src_queries.to_pylist())))
+            qrels_out.write(block.pair_lines(b"\t", b"\t"))
+            rows, qrels = rows + len(block.src_ids), qrels + block.pairs
     return rows, qrels, 0
 
 
@@ -264,16 +249,15 @@ def _one_line(text: str) -> tuple[str, bool]:
 def _write_pyserini_queries(source: Path, targets: list[Path]) -> tuple[int, int, int]:
     rows = qrels = cleaned = 0
     with atomic_write(targets[0]) as topics_out, atomic_write(targets[1]) as qrels_out:
-        for batch in _batches(iter_queries(source)):
+        for block in query_columns(source):
             topics = []
-            for record in batch:
-                title, changed = _one_line(record.src_query)
+            for src_id, query in zip(block.src_ids.to_pylist(), block.src_queries.to_pylist()):
+                title, changed = _one_line(query)
                 cleaned += changed
-                topics.append(f"{record.src_id}\t{title}\n")
+                topics.append(f"{src_id}\t{title}\n")
             topics_out.write("".join(topics).encode())
-            lines = [f"{r.src_id} 0 {doc_id} {label}\n" for r in batch for doc_id, label in r.tgt_results]
-            qrels_out.write("".join(lines).encode())
-            rows, qrels = rows + len(batch), qrels + len(lines)
+            qrels_out.write(block.pair_lines(b" 0 ", b" "))
+            rows, qrels = rows + len(block.src_ids), qrels + block.pairs
     return rows, qrels, cleaned
 
 

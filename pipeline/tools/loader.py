@@ -95,13 +95,29 @@ class QuerySplit:
             yield _to_arrow(block, os.fspath(self.path), int_ids)
 
     def tables(self, int_ids: bool = False) -> tuple[pa.Table, pa.Table]:
-        """``(queries_table, qrels_table)`` of the whole split, from one read."""
+        """``(queries_table, qrels_table)`` of the whole split, from one read.
+
+        Read by ``release_columns`` (the release's line form in compiled code, the
+        ids' Arrow columns cast from their integers); the same tables as
+        ``iter_batches`` gives, with the same errors.
+        """
+        import numpy as np
         import pyarrow as pa
 
-        batches = list(self.iter_batches(1 << 20, int_ids))
+        from clirmatrix.pipeline.tools.release_columns import query_columns  # numba: loaded only when a table is asked for
+
         queries_schema, qrels_schema = _schemas(int_ids)
-        return (pa.Table.from_batches([b.queries for b in batches], queries_schema),
-                pa.Table.from_batches([b.qrels for b in batches], qrels_schema))
+        queries, qrels = [], []
+        for block in query_columns(self.path):
+            labels = block.labels_int8()
+            src_ids, doc_ids = block.src_ids, block.doc_ids
+            if int_ids:
+                src_ids = pa.array(block.src_keys) if block.src_keys is not None else _integer_ids(src_ids, block.path, block.lines.item, "src_id")
+                doc_ids = pa.array(block.doc_keys) if block.doc_keys is not None else _integer_ids(doc_ids, block.path, block.line_of_pair, "doc_id")
+            owners = np.repeat(np.arange(len(block.lines), dtype=np.int64), np.diff(block.offsets))
+            queries.append(pa.RecordBatch.from_arrays([src_ids, block.src_queries], schema=queries_schema))
+            qrels.append(pa.RecordBatch.from_arrays([src_ids.take(owners), doc_ids, labels], schema=qrels_schema))
+        return pa.Table.from_batches(queries, queries_schema), pa.Table.from_batches(qrels, qrels_schema)
 
     def queries_table(self, int_ids: bool = False) -> pa.Table:
         """The split's queries as a ``pyarrow.Table``: ``src_id`` (string, or int64 with ``int_ids``), ``src_query``."""

@@ -13,17 +13,24 @@ with its md5 taken on the way. Then, here, from the units' ids: leakage between 
 across directions and MULTI-8's alignment, per query language; the index against the
 md5s read; the manifest. A unit holds one file's query ids and one DOCS file's doc ids
 at most, never a file's pairs.
+
+A tree on an object store (``s3://``, ``gs://``) is read the same way through Beam's
+FileSystems (``validate_remote``: one listing of the prefix, then each file streamed).
+Its units run on Beam's runners when a ``Spread`` is given (``beam_jobs/validate.py``,
+what ``clirmatrix validate URL`` uses): DOCS keys and the units' outcomes then go through
+a scratch every worker reaches, and only the rules across units run here, as for a folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import BinaryIO, Protocol, TypeVar
 
 import numpy as np
 import orjson
@@ -97,7 +104,7 @@ __all__ = [
     "EMPTY_FILE", "ENCODER_RULE", "ID_ORDER", "INDEX_RULE", "LABEL_6", "LABEL_ORDER", "LABEL_RANGE", "LAYOUT", "LEAKAGE", "LINE_BYTES",
     "MALFORMED", "MANIFEST_RULE", "MAX_EXAMPLES", "MISSING_DOC", "MISSING_FILE", "NOT_INDEXED", "NO_RELEVANT", "QUERY_ORDER",
     "SAME_LANGUAGE", "SIZE", "SPLIT_OVERLAP", "SPLIT_SIZE", "URL", "Finding", "NotAReleaseError", "ValidationReport", "built_sizes",
-    "print_report", "refuse_unreleased", "release_sizes", "validate",
+    "Spread", "print_report", "refuse_unreleased", "release_sizes", "validate",
 ]
 
 _TEST_BITS = SPLIT_BIT["test1"] | SPLIT_BIT["test2"]
@@ -109,6 +116,59 @@ Outcome = TypeVar("Outcome")
 
 class NotAReleaseError(MissingInputError):
     """A folder that holds nothing of a build or a download."""
+
+
+class Spread(Protocol):
+    """Runs ``validate``'s units elsewhere than in local processes (``beam_jobs.validate``: on Beam's runners)."""
+
+    scratch: str  # a folder or URL every unit reaches: each DOCS unit saves its doc keys there for the directions' units
+
+    def run(self, check: Callable[[Task], Outcome], tasks: list[Task], on_file: Callable[[str], None], paths: Callable[[Task], list[str]]) -> list[Outcome]:
+        """Each task's outcome (``check(task)``), in the tasks' order; ``on_file`` with each of a unit's ``paths`` once it has finished."""
+        ...
+
+
+class _Folder:
+    """A local tree, as the driver reads it (``validate_remote.Prefix`` is a tree on an object store's)."""
+
+    remote = False
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.root, name)
+
+    def is_tree(self) -> bool:
+        return os.path.isdir(self.root)
+
+    def has(self, name: str) -> bool:
+        return os.path.exists(self.path(name))
+
+    def is_file(self, name: str) -> bool:
+        return os.path.isfile(self.path(name))
+
+    def open(self, name: str) -> BinaryIO:
+        return open(self.path(name), "rb")
+
+    def size(self, name: str) -> int:
+        return os.path.getsize(self.path(name))
+
+    def walk(self) -> Iterator[tuple[str, ReleasedFile | None]]:
+        return walk_release(self.root)
+
+    def refuse_incomplete(self) -> None:
+        refuse_incomplete(self.root)
+
+
+def _tree(root: str) -> _Folder:
+    """How the driver reads ``root``: a local folder, or a prefix on an object store (a URL: ``validate_remote.Prefix``,
+    which answers the same calls; Beam is imported only then)."""
+    if "://" in root:
+        from clirmatrix.pipeline.tools.validate_remote import Prefix
+
+        return Prefix(root)
+    return _Folder(root)
 
 
 def default_workers() -> int:
@@ -123,42 +183,52 @@ def validate(
     eval_size: int | None = None,
     on_file: Callable[[str], None] | None = None,
     workers: int | None = None,
+    spread: Spread | None = None,
 ) -> ValidationReport:
     """Check a build (``manifest.json`` present) or a downloaded (partial) release under ``root``.
 
     Args:
-        root: the folder holding ``BI-139/``, ``MULTI-8/``, ``DOCS/``, ``downloads.json.gz``, ...
+        root: the folder holding ``BI-139/``, ``MULTI-8/``, ``DOCS/``, ``downloads.json.gz``, ...,
+            or a URL of one on an object store (``s3://bucket/out``; Beam's FileSystems set up
+            for it, ``beam_jobs.common.use_filesystem_options``).
         train_size: the most queries a base or MULTI-8 train file may hold [default: the
             build's own ``--train-size`` from its ``manifest.json``, else the release's].
         eval_size: the most queries a base or MULTI-8 dev/test1/test2 file may hold [default:
             likewise ``--eval-size``].
         on_file: called with each relative path once it has been read (for a progress display).
         workers: processes to read in [default: the cores, or this process alone for a
-            tree of under ``POOL_BYTES`` compressed bytes]; 1 reads in this process.
+            tree of under ``POOL_BYTES`` compressed bytes]; 1 reads in this process. A URL's
+            units run in this process unless ``spread``.
+        spread: where the units run instead (``beam_jobs.validate.run_validate``: Beam's
+            runners), with their scratch; the rules across units still run here.
 
     Returns:
         The report; ``report.ok`` is False when any rule failed.
     """
-    if not os.path.isdir(root):
+    tree = _tree(root)
+    if not tree.is_tree():
         raise MissingInputError(f"{root} is not a folder")
-    refuse_incomplete(root)
-    refuse_unreleased(root)
-    built = built_sizes(root)
-    report = ValidationReport(root=root, build=os.path.isfile(os.path.join(root, MANIFEST)))
+    tree.refuse_incomplete()
+    _refuse_unreleased(tree)
+    built = _built_sizes(tree)
+    report = ValidationReport(root=root, build=tree.is_file(MANIFEST))
     record = Recorder(report.build)
-    released = _layout(root, record)
+    released = _layout(tree, record)
     report.files = len(released)
     on_file = on_file or (lambda path: None)
-    with tempfile.TemporaryDirectory(prefix="clirmatrix-validate-") as scratch:
+    if tree.remote and spread is None:
+        workers = 1  # forked workers would share this process's object-store clients
+    scratch_folder = tempfile.TemporaryDirectory(prefix="clirmatrix-validate-") if spread is None else contextlib.nullcontext(spread.scratch)
+    with scratch_folder as scratch:
         docs_tasks = _docs_tasks(root, released, report.build, scratch)
-        docs = _run(check_docs, docs_tasks, _sizes(root, [f for task in docs_tasks for f in (task.docs, task.full) if f]), workers, on_file, lambda task: [f.path for f in (task.docs, task.full) if f])
+        docs = _units(check_docs, docs_tasks, lambda task: [f for f in (task.docs, task.full) if f], tree, workers, on_file, spread)
         documents = {outcome.lang: outcome.documents for outcome in docs}
         direction_tasks = _direction_tasks(
             root, released, report.build,
             built["train_size"] if train_size is None else train_size, built["eval_size"] if eval_size is None else eval_size,
             documents, scratch,
         )
-        directions = _run(check_direction, direction_tasks, _sizes(root, [f for task in direction_tasks for f in task.files]), workers, on_file, lambda task: [f.path for f in task.files])
+        directions = _units(check_direction, direction_tasks, lambda task: list(task.files), tree, workers, on_file, spread)
     digests: dict[str, tuple[str, int]] = {}
     counts: dict[str, int] = {}
     for outcome in [*docs, *directions]:
@@ -172,20 +242,20 @@ def validate(
         by_src[task.src].append((task, outcome))
     for src in sorted(by_src):
         _across_directions(record, src, by_src[src])
-    _index(root, record, released, digests)
+    _index(tree, record, released, digests)
     if report.build:
-        _manifest(root, record, counts)
+        _manifest(tree, record, counts)
     return record.into(report)
 
 
 # --- the units and how they run ------------------------------------------------------------------
 
 
-def _layout(root: str, record: Recorder) -> list[ReleasedFile]:
+def _layout(tree: _Folder, record: Recorder) -> list[ReleasedFile]:
     """Released files worth reading; unknown and same-language files are failures."""
     released = []
     strays = 0
-    for path, parsed in walk_release(root):
+    for path, parsed in tree.walk():
         if path in (INDEX, MANIFEST, REPORT, CARD) or path.startswith(STATS_DIR + "/"):
             continue
         if parsed is None:
@@ -223,8 +293,17 @@ def _direction_tasks(root: str, released: list[ReleasedFile], build: bool, train
     ]
 
 
-def _sizes(root: str, files: Sequence[ReleasedFile]) -> dict[str, int]:
-    return {item.path: os.path.getsize(os.path.join(root, item.path)) for item in files}
+def _sizes(tree: _Folder, files: Sequence[ReleasedFile]) -> dict[str, int]:
+    return {item.path: tree.size(item.path) for item in files}
+
+
+def _units(check: Callable[[Task], Outcome], tasks: list[Task], files: Callable[[Task], list[ReleasedFile]], tree: _Folder, workers: int | None,
+           on_file: Callable[[str], None], spread: Spread | None) -> list[Outcome]:
+    """Each task's outcome, in the tasks' order: from ``spread`` when given, else from local processes (``_run``)."""
+    paths = lambda task: [f.path for f in files(task)]
+    if spread is not None:
+        return spread.run(check, tasks, on_file, paths)
+    return _run(check, tasks, _sizes(tree, [f for task in tasks for f in files(task)]), workers, on_file, paths)
 
 
 def _quiet_worker() -> None:
@@ -349,14 +428,13 @@ def _alignment(record: Recorder, names: Names, files: list[FileIds]) -> None:
 # --- index and manifest --------------------------------------------------------------------------
 
 
-def _index(root: str, record: Recorder, released: list[ReleasedFile], digests: dict[str, tuple[str, int]]) -> None:
+def _index(tree: _Folder, record: Recorder, released: list[ReleasedFile], digests: dict[str, tuple[str, int]]) -> None:
     """Every local released file against its ``downloads.json.gz`` entry (md5, size, url)."""
-    index_path = os.path.join(root, INDEX)
-    if not os.path.isfile(index_path):
+    if not tree.is_file(INDEX):
         if record.build:
             record.fail(INDEX, INDEX_RULE, "a build must write the index (docs/method.md section 9)")
         return
-    contexts = _read_index(record, index_path)
+    contexts = _read_index(record, tree)
     if contexts is None:
         return
     present = set()
@@ -367,7 +445,7 @@ def _index(root: str, record: Recorder, released: list[ReleasedFile], digests: d
         if entry is None:
             record.strict(item.path, NOT_INDEXED, f"no entry {context} / {key} in {INDEX}")
         else:
-            _check_entry(root, record, item, f"{context} / {key}", entry, digests.get(item.path))
+            _check_entry(tree, record, item, f"{context} / {key}", entry, digests.get(item.path))
     _absent(record, contexts, present)
 
 
@@ -388,9 +466,9 @@ def _absent(record: Recorder, contexts: dict[str, dict], present: set[tuple[str,
         record.warn(INDEX, MISSING_FILE, f"{len(absent):,} of the files it lists are not here (a partial download), e.g. {absent[0][2] or absent[0][1]}")
 
 
-def _read_index(record: Recorder, index_path: str) -> dict[str, dict] | None:
+def _read_index(record: Recorder, tree: _Folder) -> dict[str, dict] | None:
     try:
-        with igzip.open(index_path, "rb") as handle:
+        with tree.open(INDEX) as raw, igzip.open(raw, "rb") as handle:
             value = orjson.loads(handle.read())
     except (orjson.JSONDecodeError, *STREAM_ERRORS) as error:
         record.fail(INDEX, INDEX_RULE, f"cannot be read as gzip JSON ({type(error).__name__}: {error})")
@@ -412,7 +490,7 @@ def _read_index(record: Recorder, index_path: str) -> dict[str, dict] | None:
     return contexts
 
 
-def _check_entry(root: str, record: Recorder, released: ReleasedFile, name: str, entry: object, digest: tuple[str, int] | None) -> None:
+def _check_entry(tree: _Folder, record: Recorder, released: ReleasedFile, name: str, entry: object, digest: tuple[str, int] | None) -> None:
     path = released.path
     if not isinstance(entry, dict) or not isinstance(entry.get("url"), str) or not isinstance(entry.get("expected_md5"), str):
         record.fail(path, INDEX_RULE, f"index entry {name} lacks a url or expected_md5 string")
@@ -420,8 +498,8 @@ def _check_entry(root: str, record: Recorder, released: ReleasedFile, name: str,
     if not (entry["url"] == path or entry["url"].endswith("/" + path)):
         record.strict(path, URL, f"index entry {name} has url {entry['url']}, which does not end with the file's path")
     if digest is None:  # not read by a unit (none is left out today)
-        with open(os.path.join(root, path), "rb") as handle:
-            digest = (md5_of(handle), os.path.getsize(os.path.join(root, path)))
+        with tree.open(path) as handle:
+            digest = (md5_of(handle), tree.size(path))
     md5, actual_size = digest
     # The real index has "size"; ir_datasets' verification log (and our fixture) "verified_size".
     size = entry.get("size", entry.get("verified_size"))
@@ -431,10 +509,10 @@ def _check_entry(root: str, record: Recorder, released: ReleasedFile, name: str,
         record.fail(path, CHECKSUM, f"md5 {md5}, index entry {name} expects {entry['expected_md5']}")
 
 
-def _manifest(root: str, record: Recorder, counts: dict[str, int]) -> None:
+def _manifest(tree: _Folder, record: Recorder, counts: dict[str, int]) -> None:
     """Our builds' manifest parses, lists counts, and its per-file record counts match the files read."""
     try:
-        with open(os.path.join(root, MANIFEST), "rb") as handle:
+        with tree.open(MANIFEST) as handle:
             value = orjson.loads(handle.read())
     except (OSError, orjson.JSONDecodeError) as error:
         record.fail(MANIFEST, MANIFEST_RULE, f"cannot be read as JSON ({error})")
@@ -465,14 +543,19 @@ def _encoder(record: Recorder, recorded: object) -> None:
 
 def release_sizes(root: str) -> dict[str, int]:
     """Compressed bytes of each released file under ``root`` (what ``validate`` reads), by relative path: for a progress display."""
-    return {path: os.path.getsize(os.path.join(root, path)) for path, item in walk_release(root) if item is not None}
+    tree = _tree(root)
+    return {path: tree.size(path) for path, item in tree.walk() if item is not None}
 
 
 def built_sizes(root: str) -> dict[str, int]:
     """The split sizes a build was made with (its ``manifest.json`` settings); the release's for a download or an unreadable manifest."""
+    return _built_sizes(_tree(root))
+
+
+def _built_sizes(tree: _Folder) -> dict[str, int]:
     sizes = {"train_size": DEFAULT_TRAIN_SIZE, "eval_size": DEFAULT_EVAL_SIZE}
     try:
-        with open(os.path.join(root, MANIFEST), "rb") as handle:
+        with tree.open(MANIFEST) as handle:
             settings = orjson.loads(handle.read()).get("settings", {})
     except (OSError, orjson.JSONDecodeError, AttributeError):
         return sizes  # no manifest: a download; a broken one is reported by the manifest rule
@@ -485,7 +568,11 @@ def refuse_unreleased(root: str) -> None:
     Without this, any folder would be walked whole and every file in it reported as
     "not a released file name" (hundreds of thousands of lines for ``/tmp``).
     """
-    if not any(os.path.exists(os.path.join(root, name)) for name in (*RELEASE_FOLDERS, INDEX, MANIFEST)):
+    _refuse_unreleased(_tree(root))
+
+
+def _refuse_unreleased(tree: _Folder) -> None:
+    if not any(tree.has(name) for name in (*RELEASE_FOLDERS, INDEX, MANIFEST)):
         raise NotAReleaseError(
-            f"{root} is not a clirmatrix build or download: it holds none of {', '.join(f'{name}/' for name in RELEASE_FOLDERS)}, {INDEX}, {MANIFEST}"
+            f"{tree.root} is not a clirmatrix build or download: it holds none of {', '.join(f'{name}/' for name in RELEASE_FOLDERS)}, {INDEX}, {MANIFEST}"
         )

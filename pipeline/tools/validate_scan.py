@@ -65,7 +65,7 @@ def _hex(c):
 
 
 @numba.njit(cache=True, inline="always")
-def _hex4(buf, at):
+def hex4(buf, at):
     """The value of four lowercase hex digits at ``at``, or -1."""
     code = 0
     for k in range(4):
@@ -92,12 +92,12 @@ def _string(buf, at, end):
                 continue
             if e != 117 or at + 6 > end:  # only \uXXXX is left
                 return -1
-            code = _hex4(buf, at + 2)
+            code = hex4(buf, at + 2)
             at += 6
             if 0xD800 <= code <= 0xDBFF:  # a high surrogate: json.dumps writes a pair, high then low
                 if at + 6 > end or buf[at] != 92 or buf[at + 1] != 117:
                     return -1
-                if not 0xDC00 <= _hex4(buf, at + 2) <= 0xDFFF:
+                if not 0xDC00 <= hex4(buf, at + 2) <= 0xDFFF:
                     return -1
                 at += 6
             elif code < 0 or 0xDC00 <= code <= 0xDFFF:
@@ -156,15 +156,17 @@ def _blank(buf, start, end):
 
 
 @numba.njit(cache=True)
-def scan_queries(buf, head, middle, results, lowest, candidates, id_order, line_starts, verdicts, src_ids, pair_offsets, doc_ids, labels, seen):
+def scan_queries(buf, head, middle, results, rules, lowest, candidates, id_order, line_starts, verdicts, src_ids, pair_offsets, doc_ids, labels, seen, queries):
     """Check every line of ``buf`` (whole lines); see the module's docstring.
 
-    ``head``/``middle``/``results`` are the literal bytes around the values; ``lowest``
+    ``head``/``middle``/``results`` are the literal bytes around the values; ``rules``
+    whether to check the per-query rules (else every line in the form is CLEAN); ``lowest``
     the least label (1 in full files, 0 elsewhere), ``candidates`` the documents a query
     must have (-1: any), ``id_order`` whether equal labels must list ids in order (our
     builds). Fills, per line: its start, verdict and src_id, and the first of its pairs
-    in ``doc_ids``/``labels`` (``pair_offsets``, one more than the lines). ``seen`` is
-    scratch (a stamp table for repeated documents). Returns the number of lines.
+    in ``doc_ids``/``labels`` (``pair_offsets``, one more than the lines), and where its
+    src_query's escaped text starts and ends (``queries``, two columns; what export decodes).
+    ``seen`` is scratch (a stamp table for repeated documents). Returns the number of lines.
     """
     n = 0
     pairs = 0
@@ -186,8 +188,10 @@ def scan_queries(buf, head, middle, results, lowest, candidates, id_order, line_
                 src, at = _number_id(buf, at, stop)
             if at >= 0:
                 at = _literal(buf, at, stop, middle)
+            queries[n, 0] = at
             if at >= 0:
                 at = _string(buf, at, stop)
+            queries[n, 1] = at - 1
             if at >= 0:
                 at = _literal(buf, at, stop, results)
             first = pairs
@@ -231,7 +235,7 @@ def scan_queries(buf, head, middle, results, lowest, candidates, id_order, line_
                     at = -1
             if at >= 0 and at + 1 == stop and buf[at] == 125:  # }
                 src_ids[n] = src
-                verdict = _query_rules(doc_ids, labels, first, pairs, lowest, candidates, id_order, seen, mask, n + 1)
+                verdict = CLEAN if not rules else _query_rules(doc_ids, labels, first, pairs, lowest, candidates, id_order, seen, mask, n + 1)
             else:
                 pairs = first
         verdicts[n] = verdict
@@ -402,6 +406,7 @@ class Block:
     pair_offsets: np.ndarray | None = None
     doc_ids: np.ndarray | None = None
     labels: np.ndarray | None = None
+    queries: np.ndarray | None = None  # per query line: where its src_query's escaped text starts and ends (its closing quote)
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -451,8 +456,17 @@ class Reading:
 
 
 def read_blocks(path: str, reading: Reading) -> Iterator[tuple[np.ndarray, int]]:
-    """``(block of whole lines, number of its first line)`` of a gzip file (``jsonl.line_blocks``: ~``BLOCK`` bytes, ``PIECE`` a read); ``reading`` gets its md5, size and any stream error."""
-    with open(path, "rb") as raw:
+    """``(block of whole lines, number of its first line)`` of a gzip file (``jsonl.line_blocks``: ~``BLOCK`` bytes, ``PIECE`` a read); ``reading`` gets its md5, size and any stream error.
+
+    A URL (``s3://``, ``gs://``) is read through Beam's FileSystems (``fileio.open_raw``), imported only then.
+    """
+    if "://" in path:
+        from clirmatrix.pipeline.io.fileio import open_raw
+
+        source = open_raw(path)
+    else:
+        source = open(path, "rb")
+    with source as raw:
         hashing = _HashingReader(raw)
         try:
             for data, first in line_blocks(path, BLOCK, PIECE, hashing):
@@ -466,20 +480,34 @@ def query_blocks(path: str, reading: Reading, lowest: int, candidates: int, id_o
     """The scanned blocks of a query file (see ``scan_queries``)."""
     seen = np.zeros((512, 2), dtype=np.int64)
     for text, first in read_blocks(path, reading):
-        lines = int(np.count_nonzero(text == 10)) + 1
-        pairs_bound = int(np.count_nonzero(text == 91)) + 1
-        starts, verdicts, ids = np.empty(lines, np.int64), np.empty(lines, np.int8), np.empty(lines, np.int64)
-        offsets, doc_ids, labels = np.empty(lines + 1, np.int64), np.empty(pairs_bound, np.int64), np.empty(pairs_bound, np.int64)
-        seen[:, 0] = -1  # the stamps are line numbers within a block: cleared between blocks
-        n = scan_queries(text, HEAD, MIDDLE, RESULTS, lowest, candidates, id_order, starts, verdicts, ids, offsets, doc_ids, labels, seen)
-        yield Block(text, first, starts[:n], verdicts[:n], ids[:n], offsets[: n + 1], doc_ids[: offsets[n]], labels[: offsets[n]])
+        yield scan_query_block(text, first, lowest, candidates, id_order, seen)
+
+
+def scan_query_block(text: np.ndarray, first: int, lowest: int = 0, candidates: int = -1, id_order: bool = False, seen: np.ndarray | None = None) -> Block:
+    """One block of whole query lines scanned (``scan_queries``); without ``seen`` (the rules' scratch), no per-query rule is checked."""
+    lines = int(np.count_nonzero(text == 10)) + 1
+    pairs_bound = int(np.count_nonzero(text == 91)) + 1
+    starts, verdicts, ids = np.empty(lines, np.int64), np.empty(lines, np.int8), np.empty(lines, np.int64)
+    offsets, doc_ids, labels = np.empty(lines + 1, np.int64), np.empty(pairs_bound, np.int64), np.empty(pairs_bound, np.int64)
+    queries = np.empty((lines, 2), np.int64)
+    rules = seen is not None
+    if seen is None:
+        seen = np.zeros((1, 2), dtype=np.int64)
+    seen[:, 0] = -1  # the stamps are line numbers within a block: cleared between blocks
+    n = scan_queries(text, HEAD, MIDDLE, RESULTS, rules, lowest, candidates, id_order, starts, verdicts, ids, offsets, doc_ids, labels, seen, queries)
+    return Block(text, first, starts[:n], verdicts[:n], ids[:n], offsets[: n + 1], doc_ids[: offsets[n]], labels[: offsets[n]], queries[:n])
 
 
 def docs_blocks(path: str, reading: Reading) -> Iterator[Block]:
     """The scanned blocks of a DOCS file (see ``scan_docs``)."""
     for text, first in read_blocks(path, reading):
-        lines = int(np.count_nonzero(text == 10)) + 1
-        starts, verdicts, ids = np.empty(lines, np.int64), np.empty(lines, np.int8), np.empty(lines, np.int64)
-        n = scan_docs(text, SPACES, starts, verdicts, ids)
-        yield Block(text, first, starts[:n], verdicts[:n], ids[:n])
+        yield scan_docs_block(text, first)
+
+
+def scan_docs_block(text: np.ndarray, first: int) -> Block:
+    """One block of whole DOCS lines scanned (``scan_docs``)."""
+    lines = int(np.count_nonzero(text == 10)) + 1
+    starts, verdicts, ids = np.empty(lines, np.int64), np.empty(lines, np.int8), np.empty(lines, np.int64)
+    n = scan_docs(text, SPACES, starts, verdicts, ids)
+    return Block(text, first, starts[:n], verdicts[:n], ids[:n])
 

@@ -119,10 +119,28 @@ def check_docs(task: DocsTask) -> DocsOutcome:
     if task.docs is not None:
         ids = np.unique(_read_docs(task.root, task.docs, outcome, None))
         outcome.documents = len(ids)
-        np.save(task.keys_path, ids)
+        _save_keys(task.keys_path, ids)
     if task.full is not None:
         _read_docs(task.root, task.full, outcome, ids)
     return outcome
+
+
+def _save_keys(path: str, keys: np.ndarray) -> None:
+    """A DOCS unit's keys where the directions' units load them: a local file, or an object in a scratch prefix every worker reaches (``validate_remote``)."""
+    if "://" in path:
+        from clirmatrix.pipeline.tools.validate_remote import write_array
+
+        write_array(path, keys)
+    else:
+        np.save(path, keys)
+
+
+def _load_keys(path: str) -> np.ndarray:
+    if "://" in path:
+        from clirmatrix.pipeline.tools.validate_remote import read_array
+
+        return read_array(path)
+    return np.load(path)
 
 
 def _read_docs(root: str, released: ReleasedFile, outcome: DocsOutcome, truncated: np.ndarray | None) -> np.ndarray:
@@ -441,7 +459,7 @@ def check_results(record: Recorder, released: ReleasedFile, number: int, query: 
 def check_direction(task: DirectionTask) -> DirectionOutcome:
     """Every query file of X -> Y: its own rules, then base against full and the splits' overlap within the direction."""
     outcome = DirectionOutcome(Recorder(task.build))
-    docs = DocSet(np.load(task.keys_path)) if task.keys_path else None
+    docs = DocSet(_load_keys(task.keys_path)) if task.keys_path else None
     files = {(item.dataset, item.split): item for item in task.files}
     for split in SPLITS:
         base, full, multi8 = (files.get((dataset, split)) for dataset in (BASE, FULL, MULTI8))
@@ -619,7 +637,8 @@ def warm() -> None:
     """Load every compiled kernel (from numba's cache) in this process, so that workers forked from it need not."""
     text = np.frombuffer(b'{"src_id": "1", "src_query": "q", "tgt_results": [["2", 6]]}\n', dtype=np.uint8)
     ids = np.zeros(2, np.int64)
-    scan_queries(text, HEAD, MIDDLE, RESULTS, 0, -1, True, ids.copy(), np.zeros(2, np.int8), ids.copy(), np.zeros(3, np.int64), ids.copy(), ids.copy(), np.full((512, 2), -1, np.int64))
+    scan_queries(text, HEAD, MIDDLE, RESULTS, True, 0, -1, True, ids.copy(), np.zeros(2, np.int8), ids.copy(), np.zeros(3, np.int64), ids.copy(), ids.copy(),
+                 np.full((512, 2), -1, np.int64), np.zeros((2, 2), np.int64))
     scan_docs(np.frombuffer(b"1\tx\n", dtype=np.uint8), SPACES, ids.copy(), np.zeros(2, np.int8), ids.copy())
     DocSet(np.array([1, 2], np.int64)).contains(ids)
     offsets = np.array([0, 1], np.int64)
