@@ -34,7 +34,7 @@ from clirmatrix.beam_jobs import common
 from clirmatrix.beam_jobs.stages import Stage, run_job
 from clirmatrix.pipeline.config import DEFAULT_MIN_DOCS, DEFAULT_SPLIT_BYTES, BuildConfig
 from clirmatrix.pipeline.formats import articles, cirrus, enterprise_html, mediawiki_xml
-from clirmatrix.pipeline.io import bz2_ranges, fileio, gzip_parts, gzip_ranges
+from clirmatrix.pipeline.io import bz2_ranges, fileio, gzip_decoder, gzip_index, gzip_parts, gzip_ranges
 from clirmatrix.pipeline.io.badinput import DEFAULT_MAX_BAD_FRACTION, DamagedInputError, FileReport, check_bad_fraction
 from clirmatrix.pipeline.io.bz2_ranges import BlockRange
 from clirmatrix.pipeline.io.gzip_ranges import GzipUnit
@@ -106,7 +106,7 @@ def index_path(out_dir: str, dump: DumpFile, spacing: int) -> str:
 
 def index_spacing(split_bytes: int) -> int:
     """Checkpoints at least as close as the units: half a unit, within zlib's and the index's sensible bounds."""
-    return max(gzip_ranges.MIN_SPACING, min(gzip_ranges.DEFAULT_SPACING, split_bytes // 2))
+    return max(gzip_index.MIN_SPACING, min(gzip_index.DEFAULT_SPACING, split_bytes // 2))
 
 
 def index_part_bytes(split_bytes: int) -> int:
@@ -127,7 +127,7 @@ def plan_units(dumps: dict[str, list[DumpFile]], split_bytes: int, out_dir: str 
         for dump in dumps[lang]:
             if dump.kind == HTML:
                 path = index_path(out_dir, dump, index_spacing(split_bytes))
-                index = gzip_ranges.GzipIndex.from_bytes(fileio.read_bytes(path), path=path)
+                index = gzip_index.GzipIndex.from_bytes(fileio.read_bytes(path), path=path)
                 before = enterprise_html.lines_before(index)
                 for part in gzip_ranges.plan_units(index, split_bytes):
                     if enterprise_html.is_ndjson(part.name):
@@ -184,7 +184,7 @@ def index_dump_part(dump: DumpFile, out_dir: str, spacing: int, part_bytes: int,
         part = gzip_parts.index_part(lambda: fileio.open_raw(dump.path), dump.path, number, part_bytes, spacing)
         fileio.write_bytes(part_path(out_dir, dump, spacing, part_bytes, number), part.to_bytes())
         report.update(empty=part.empty, decoded=part.length, head=part.head)
-    except gzip_ranges.GzipStreamError as error:
+    except gzip_decoder.GzipStreamError as error:
         report.update(error=str(error))
     report["seconds"] = round(time.perf_counter() - started, 3)
     return report
@@ -194,7 +194,7 @@ def join_dump_index(dump: DumpFile, out_dir: str, spacing: int, part_bytes: int)
     """Join one dump's parts into ``index_path``; returns the unit's report, with ``error`` for a damaged file.
 
     Parts that do not join (a false block start: never seen, but not impossible) are
-    reported, and the dump is indexed in one pass instead (``gzip_ranges.build_index``).
+    reported, and the dump is indexed in one pass instead (``gzip_index.build_index``).
     """
     report: dict = {"file": dump.path}
     started = time.perf_counter()
@@ -208,10 +208,10 @@ def join_dump_index(dump: DumpFile, out_dir: str, spacing: int, part_bytes: int)
             except gzip_parts.PartsMismatchError as error:
                 LOG.warning("%s: its index parts do not join (%s); indexing it in one pass", dump.path, error)
                 report["one_pass"] = str(error)
-                index = gzip_ranges.build_index(raw, dump.path, spacing, tar=True)
+                index = gzip_index.build_index(raw, dump.path, spacing, tar=True)
         fileio.write_bytes(index_path(out_dir, dump, spacing), index.to_bytes())
         report.update(checkpoints=len(index.checkpoints), members=len(index.members), uncompressed=index.uncompressed_size)
-    except (gzip_ranges.GzipStreamError, gzip_ranges.NotATarError) as error:
+    except (gzip_decoder.GzipStreamError, gzip_index.NotATarError) as error:
         report.update(error=str(error))
     report["seconds"] = round(time.perf_counter() - started, 3)
     return report
@@ -251,7 +251,7 @@ def read_range(raw: BinaryIO, unit: DocsUnit, report: FileReport, crc_pieces: li
     """The articles whose record starts in the unit's range (a bz2 XML dump's pages, a tar.gz's NDJSON lines);
     a damaged stream ends it with one reject."""
     if isinstance(unit.part, GzipUnit):
-        index = gzip_ranges.GzipIndex.from_bytes(fileio.read_bytes(unit.index_path), raw, unit.index_path)
+        index = gzip_index.GzipIndex.from_bytes(fileio.read_bytes(unit.index_path), raw, unit.index_path)
         lines = enterprise_html.range_lines(raw, index, unit.part, unit.first_line, unit.dump.path, report)
         yield from enterprise_html.read_articles(lines, report)
         return

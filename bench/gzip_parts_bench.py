@@ -4,7 +4,7 @@ For a dump (a realistic one: ``bench/realistic_dumps.py --formats html --gzip-le
 it measures, interleaved round by round in one process (``--rounds``; medians and
 ranges of CPU seconds):
 
-- ``one pass``: ``gzip_ranges.build_index``, the whole file in one unit (the floor of
+- ``one pass``: ``gzip_index.build_index``, the whole file in one unit (the floor of
   the work: inflating every byte once, CRC and newlines);
 - ``parts`` at each ``--part-mb``: every ``gzip_parts.index_part`` (their sum, and the
   largest, which is what bounds a unit) and ``join_parts`` (the one unit a dump that
@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clirmatrix.pipeline.config import comma_list  # noqa: E402
-from clirmatrix.pipeline.io import gzip_parts, gzip_ranges  # noqa: E402
+from clirmatrix.pipeline.io import gzip_index, gzip_parts  # noqa: E402
 
 
 def _cpu(function):
@@ -36,9 +36,9 @@ def _cpu(function):
     return time.process_time() - started, result
 
 
-def one_pass(path: Path, spacing: int) -> tuple[float, gzip_ranges.GzipIndex]:
+def one_pass(path: Path, spacing: int) -> tuple[float, gzip_index.GzipIndex]:
     with path.open("rb") as raw:
-        return _cpu(lambda: gzip_ranges.build_index(raw, str(path), spacing, tar=True))
+        return _cpu(lambda: gzip_index.build_index(raw, str(path), spacing, tar=True))
 
 
 def in_parts(path: Path, part_bytes: int, spacing: int) -> dict:

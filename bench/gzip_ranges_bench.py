@@ -9,7 +9,7 @@ measures, in one process, the contenders interleaved round by round (``--rounds`
 - ``indexed_gzip``: ``IndexedGzipFile.build_full_index`` (one pass that inflates and
   records seek points) and a plain ``read`` through it;
 - ``rapidgzip`` with ``parallelization=1`` and ``2``: a plain read;
-- ``gzip_ranges.build_index``: this project's index pass (checkpoints, tar members, CRC);
+- ``gzip_index.build_index``: this project's index pass (checkpoints, tar members, CRC);
 - ``gzip_ranges.read_range``: a unit's read from a checkpoint in the middle.
 
 Every figure is MB of *uncompressed* output a second of wall clock and a CPU-second
@@ -195,10 +195,10 @@ def _rapidgzip(parallelization: int):
 
 def _ours_index(spacing: int):
     def run(path: Path) -> int:
-        from clirmatrix.pipeline.io import gzip_ranges
+        from clirmatrix.pipeline.io import gzip_index
 
         with open(path, "rb") as raw:
-            index = gzip_ranges.build_index(raw, str(path), spacing=spacing)
+            index = gzip_index.build_index(raw, str(path), spacing=spacing)
         _ours_index.last = index
         return index.uncompressed_size
 
@@ -266,7 +266,7 @@ def truncation(path: Path, cuts: int = 140) -> dict[str, int]:
     import indexed_gzip
     import rapidgzip
 
-    from clirmatrix.pipeline.io import gzip_ranges
+    from clirmatrix.pipeline.io import gzip_index
 
     data = path.read_bytes()
     points = sorted(set(list(range(0, 40)) + list(range(100, len(data), max(1, len(data) // (cuts - 80)))) + list(range(len(data) - 40, len(data)))))
@@ -281,7 +281,7 @@ def truncation(path: Path, cuts: int = 140) -> dict[str, int]:
                 pass
 
     def ours(blob: bytes) -> None:
-        gzip_ranges.build_index(io.BytesIO(blob), "cut.gz", spacing=1 << 16, tar=False)
+        gzip_index.build_index(io.BytesIO(blob), "cut.gz", spacing=1 << 16, tar=False)
 
     accepted = {"indexed_gzip": 0, "rapidgzip": 0, "gzip_ranges": 0}
     devnull = os.open(os.devnull, os.O_WRONLY)

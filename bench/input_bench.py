@@ -46,7 +46,7 @@ from isal import igzip
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from clirmatrix.beam_jobs import extract_docs  # noqa: E402
-from clirmatrix.pipeline.io import fileio, gzip_ranges, inflate  # noqa: E402
+from clirmatrix.pipeline.io import fileio, gzip_index, inflate  # noqa: E402
 from clirmatrix.pipeline.io.badinput import FileReport  # noqa: E402
 from clirmatrix.pipeline.method import dumps, html_scan, html_text
 from clirmatrix.pipeline.method.html_text import html_to_text  # noqa: E402
@@ -142,13 +142,13 @@ def units_of(kind: str, dump: dumps.DumpFile, split_bytes: int, work: Path) -> l
         path = extract_docs.index_path(str(work), dump, spacing)
         if not Path(path).exists():
             with fileio.open_raw(dump.path) as raw:
-                fileio.write_bytes(path, gzip_ranges.build_index(raw, dump.path, spacing, tar=True).to_bytes())
+                fileio.write_bytes(path, gzip_index.build_index(raw, dump.path, spacing, tar=True).to_bytes())
     return extract_docs.plan_units({"en": [dump]}, split_bytes, str(work))
 
 
 def index_pass(dump: dumps.DumpFile, split_bytes: int) -> int:
     with fileio.open_raw(dump.path) as raw:
-        return len(gzip_ranges.build_index(raw, dump.path, extract_docs.index_spacing(split_bytes), tar=True).checkpoints)
+        return len(gzip_index.build_index(raw, dump.path, extract_docs.index_spacing(split_bytes), tar=True).checkpoints)
 
 
 def read_unit(unit: extract_docs.DocsUnit) -> tuple[int, int]:

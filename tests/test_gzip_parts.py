@@ -1,6 +1,6 @@
 """gzip_parts: the seek index of a .tar.gz made from parts indexed on their own, then joined.
 
-The truth is the one-pass index of ``gzip_ranges`` (itself checked against ``tarfile``)
+The truth is the one-pass index of ``gzip_index`` (itself checked against ``tarfile``)
 and the lines ``tarfile`` reads; the archive is ``test_gzip_ranges``'s.
 """
 
@@ -14,7 +14,7 @@ import pytest
 import test_gzip_ranges
 from test_gzip_ranges import SPACING, _all_lines, _lines
 
-from clirmatrix.pipeline.io import gzip_parts, gzip_ranges
+from clirmatrix.pipeline.io import gzip_decoder, gzip_index, gzip_parts
 from clirmatrix.pipeline.io.badinput import CORRUPT_STREAM, TRUNCATED_STREAM
 
 archive, index = test_gzip_ranges.archive, test_gzip_ranges.index  # its fixtures: the archive, and its one-pass index
@@ -35,7 +35,7 @@ def test_parts_give_the_members_and_lines_of_one_pass(archive, index, part_bytes
     assert _all_lines(raw, joined, 1) == truth
     whole = gzip.decompress(raw)
     for cp in joined.checkpoints[1::7]:  # every part start is a checkpoint: its window and counts are the stream's
-        assert cp.window == whole[max(0, cp.out - gzip_ranges.WINDOW) : cp.out] or cp.header
+        assert cp.window == whole[max(0, cp.out - gzip_decoder.WINDOW) : cp.out] or cp.header
         assert cp.newlines == whole[: cp.out].count(b"\n")
 
 
@@ -50,12 +50,12 @@ def test_each_part_decodes_its_own_range(archive):
         assert gzip_parts.IndexPart.from_bytes(part.to_bytes()) == part
     assert parts[-1].end == -1
     heads = [part.head for part in parts[1:]]  # the window before a part is needed for its first bytes only
-    assert min(heads) >= gzip_ranges.WINDOW and sum(heads) < sum(part.length for part in parts[1:]) / 2
+    assert min(heads) >= gzip_decoder.WINDOW and sum(heads) < sum(part.length for part in parts[1:]) / 2
 
 
 def test_a_multi_member_gzip_in_parts():
     _, _, _, raw = test_gzip_ranges._three_members()
-    one_pass = gzip_ranges.build_index(io.BytesIO(raw), "pages.ndjson.gz", spacing=SPACING)
+    one_pass = gzip_index.build_index(io.BytesIO(raw), "pages.ndjson.gz", spacing=SPACING)
     for part_bytes in (30_000, 1 << 20):
         joined, _ = _in_parts(raw, part_bytes, "pages.ndjson.gz", tar=False)
         assert joined.members == one_pass.members and joined.gzip_members == 3
@@ -80,7 +80,7 @@ def test_a_stream_that_never_forgets_its_window_is_decoded_by_the_join():
 def test_a_file_cut_short_is_fatal_and_named(archive, keep):
     raw, _ = archive
     cut = raw[: int(len(raw) * keep)] if keep > 0 else raw[:keep]
-    with pytest.raises(gzip_ranges.GzipStreamError) as caught:
+    with pytest.raises(gzip_decoder.GzipStreamError) as caught:
         _in_parts(cut, 200_000, "cut.tar.gz")
     assert caught.value.kind == TRUNCATED_STREAM and str(caught.value).startswith("cut.tar.gz: ") and "\n" not in str(caught.value)
 
@@ -90,12 +90,12 @@ def test_damage_that_zlib_cannot_see_fails_the_member_check(archive):
     for position, what in ((-8, "CRC-32"), (-4, "length")):
         damaged = bytearray(raw)
         damaged[position] ^= 0x01  # the trailer of the one member, which the last part decodes without its start
-        with pytest.raises(gzip_ranges.GzipStreamError, match=r"^bad\.tar\.gz: the gzip member from uncompressed byte 0 to .* fails its check") as caught:
+        with pytest.raises(gzip_decoder.GzipStreamError, match=r"^bad\.tar\.gz: the gzip member from uncompressed byte 0 to .* fails its check") as caught:
             _in_parts(bytes(damaged), 200_000, "bad.tar.gz")
         assert caught.value.kind == CORRUPT_STREAM, what
     damaged = bytearray(raw)
     damaged[len(raw) // 2] ^= 0x04
-    with pytest.raises(gzip_ranges.GzipStreamError) as caught:
+    with pytest.raises(gzip_decoder.GzipStreamError) as caught:
         _in_parts(bytes(damaged), 200_000, "bad.tar.gz")
     assert caught.value.kind == CORRUPT_STREAM
 
@@ -109,27 +109,27 @@ def test_parts_that_do_not_join_are_refused(archive):
     with pytest.raises(gzip_parts.PartsMismatchError, match="not all the parts"):
         gzip_parts.join_parts(io.BytesIO(raw), "a.tar.gz", mixed[:1] + mixed[2:], SPACING)
     other = gzip.compress(b"x" * 10)
-    with pytest.raises(gzip_ranges.IndexMismatchError, match="part 0 was made from another file"):
+    with pytest.raises(gzip_index.IndexMismatchError, match="part 0 was made from another file"):
         gzip_parts.join_parts(io.BytesIO(other), "a.tar.gz", mixed, SPACING)
 
 
 def test_not_gzip_and_not_tar_are_named():
-    with pytest.raises(gzip_ranges.GzipStreamError, match="the file is empty"):
+    with pytest.raises(gzip_decoder.GzipStreamError, match="the file is empty"):
         _in_parts(b"", 1 << 20, "empty.tar.gz")
-    with pytest.raises(gzip_ranges.NotATarError, match="notar.tar.gz"):
+    with pytest.raises(gzip_index.NotATarError, match="notar.tar.gz"):
         _in_parts(gzip.compress(b"not a tar archive\n" * 1000), 1 << 20, "notar.tar.gz")
-    with pytest.raises(gzip_ranges.GzipStreamError, match="no gzip member"):
+    with pytest.raises(gzip_decoder.GzipStreamError, match="no gzip member"):
         _in_parts(zlib.compress(b"zlib, not gzip" * 100), 1 << 20, "zlib.tar.gz")
 
 
 def test_the_block_finder_finds_the_block_a_decoder_passes():
     wrapped = gzip.compress(b"".join(_lines(11, 40)), 6, mtime=0)
-    decoder = gzip_ranges._Decoder(io.BytesIO(wrapped), "t.gz", len(wrapped))  # its block ends are zlib's own
+    decoder = gzip_decoder.Decoder(io.BytesIO(wrapped), "t.gz", len(wrapped))  # its block ends are zlib's own
     decoder.start_member(0)
     out = bytearray(1 << 24)
     ends = []
     while True:
-        _, event = decoder.inflate(gzip_ranges._address(out), len(out), 0, block=True)
+        _, event = decoder.inflate(gzip_decoder.buffer_address(out), len(out), 0, block=True)
         if event == decoder.BOUNDARY:
             ends.append(decoder.in_pos * 8 - decoder.bits)
         if event == decoder.END:

@@ -1,4 +1,4 @@
-"""gzip_ranges: one indexing pass over a .tar.gz, then units that each read their own lines.
+"""gzip_index and gzip_ranges: one indexing pass over a .tar.gz, then units that each read their own lines.
 
 The archive is made here with ``tarfile`` (three NDJSON members of a few MB, lines from
 empty to longer than the checkpoint spacing); the truth is ``tarfile`` reading it whole.
@@ -16,7 +16,7 @@ import zlib
 import pytest
 
 from clirmatrix.pipeline.errors import InputError
-from clirmatrix.pipeline.io import gzip_ranges, inflate
+from clirmatrix.pipeline.io import gzip_decoder, gzip_index, gzip_ranges, inflate
 from clirmatrix.pipeline.io.badinput import CORRUPT_STREAM, TRUNCATED_STREAM
 
 SPACING = 1 << 16  # the smallest allowed: many checkpoints in a few MB
@@ -63,12 +63,12 @@ def archive() -> tuple[bytes, list[tuple[int, int, int, bytes]]]:
 
 
 @pytest.fixture(scope="module")
-def index(archive) -> gzip_ranges.GzipIndex:
+def index(archive) -> gzip_index.GzipIndex:
     raw, _ = archive
-    return gzip_ranges.build_index(io.BytesIO(raw), "enwiki-NS0-20240301-ENTERPRISE-HTML.json.tar.gz", spacing=SPACING)
+    return gzip_index.build_index(io.BytesIO(raw), "enwiki-NS0-20240301-ENTERPRISE-HTML.json.tar.gz", spacing=SPACING)
 
 
-def _all_lines(raw: bytes, index: gzip_ranges.GzipIndex, target: int) -> list[tuple[int, int, int, bytes]]:
+def _all_lines(raw: bytes, index: gzip_index.GzipIndex, target: int) -> list[tuple[int, int, int, bytes]]:
     lines = []
     for unit in gzip_ranges.plan_units(index, target):
         lines.extend((unit.member, line.offset, line.number, line.data) for line in gzip_ranges.iter_unit_lines(io.BytesIO(raw), index, unit))
@@ -116,23 +116,23 @@ def test_read_range_returns_the_bytes_from_any_offset(archive, index):
 def test_the_index_survives_its_file_and_refuses_another(archive, index):
     raw, _ = archive
     blob = index.to_bytes()
-    assert gzip_ranges.GzipIndex.from_bytes(blob, io.BytesIO(raw), "dump.tar.gz") == index
+    assert gzip_index.GzipIndex.from_bytes(blob, io.BytesIO(raw), "dump.tar.gz") == index
     assert len(blob) < 0.9 * sum(len(cp.window) for cp in index.checkpoints)  # windows are stored compressed
 
     other = gzip.compress(b"another dump\n" * 1000)
-    with pytest.raises(gzip_ranges.IndexMismatchError, match=r"other\.tar\.gz: the index was made from another file"):
-        gzip_ranges.GzipIndex.from_bytes(blob, io.BytesIO(other), "other.tar.gz")
-    newer = blob.replace(gzip_ranges.MAGIC + (1).to_bytes(4, "little"), gzip_ranges.MAGIC + (99).to_bytes(4, "little"), 1)
-    with pytest.raises(gzip_ranges.IndexMismatchError, match="version 99"):
-        gzip_ranges.GzipIndex.from_bytes(newer, io.BytesIO(raw), "dump.tar.gz")
+    with pytest.raises(gzip_index.IndexMismatchError, match=r"other\.tar\.gz: the index was made from another file"):
+        gzip_index.GzipIndex.from_bytes(blob, io.BytesIO(other), "other.tar.gz")
+    newer = blob.replace(gzip_index.MAGIC + (1).to_bytes(4, "little"), gzip_index.MAGIC + (99).to_bytes(4, "little"), 1)
+    with pytest.raises(gzip_index.IndexMismatchError, match="version 99"):
+        gzip_index.GzipIndex.from_bytes(newer, io.BytesIO(raw), "dump.tar.gz")
 
 
 @pytest.mark.parametrize("keep", [0.0001, 0.3, 0.77, -9, -1])
 def test_a_file_cut_short_is_fatal_and_named(archive, keep):
     raw, _ = archive
     cut = raw[: int(len(raw) * keep)] if keep > 0 else raw[:keep]
-    with pytest.raises(gzip_ranges.GzipStreamError) as caught:
-        gzip_ranges.build_index(io.BytesIO(cut), "cut.tar.gz", spacing=SPACING)
+    with pytest.raises(gzip_decoder.GzipStreamError) as caught:
+        gzip_index.build_index(io.BytesIO(cut), "cut.tar.gz", spacing=SPACING)
     message = str(caught.value)
     assert caught.value.kind == TRUNCATED_STREAM and isinstance(caught.value, InputError)
     assert message.startswith("cut.tar.gz: ") and "\n" not in message and "byte" in message
@@ -142,15 +142,15 @@ def test_a_corrupt_file_is_fatal_and_named(archive):
     raw, _ = archive
     damaged = bytearray(raw)
     damaged[len(raw) // 2] ^= 0x04
-    with pytest.raises(gzip_ranges.GzipStreamError, match=r"^bad\.tar\.gz: the gzip stream is corrupt at compressed byte") as caught:
-        gzip_ranges.build_index(io.BytesIO(bytes(damaged)), "bad.tar.gz", spacing=SPACING)
+    with pytest.raises(gzip_decoder.GzipStreamError, match=r"^bad\.tar\.gz: the gzip stream is corrupt at compressed byte") as caught:
+        gzip_index.build_index(io.BytesIO(bytes(damaged)), "bad.tar.gz", spacing=SPACING)
     assert caught.value.kind == CORRUPT_STREAM
-    with pytest.raises(gzip_ranges.GzipStreamError, match="no gzip member"):
-        gzip_ranges.build_index(io.BytesIO(raw + b"trailing bytes"), "bad.tar.gz", spacing=SPACING)
-    with pytest.raises(gzip_ranges.GzipStreamError, match="the file is empty"):
-        gzip_ranges.build_index(io.BytesIO(b""), "empty.tar.gz")
-    with pytest.raises(gzip_ranges.NotATarError, match="notar.tar.gz"):
-        gzip_ranges.build_index(io.BytesIO(gzip.compress(b"not a tar archive\n" * 1000)), "notar.tar.gz")
+    with pytest.raises(gzip_decoder.GzipStreamError, match="no gzip member"):
+        gzip_index.build_index(io.BytesIO(raw + b"trailing bytes"), "bad.tar.gz", spacing=SPACING)
+    with pytest.raises(gzip_decoder.GzipStreamError, match="the file is empty"):
+        gzip_index.build_index(io.BytesIO(b""), "empty.tar.gz")
+    with pytest.raises(gzip_index.NotATarError, match="notar.tar.gz"):
+        gzip_index.build_index(io.BytesIO(gzip.compress(b"not a tar archive\n" * 1000)), "notar.tar.gz")
 
 
 def test_a_file_changed_after_indexing_fails_the_unit_that_reads_it():
@@ -158,14 +158,14 @@ def test_a_file_changed_after_indexing_fails_the_unit_that_reads_it():
     lines = [b'{"n": %d, "text": "%s"}\n' % (n, b"y" * (n % 700)) for n in range(4000)]
     data = b"".join(lines)
     raw = zlib.compress(data, 0, wbits=31)
-    index = gzip_ranges.build_index(io.BytesIO(raw), "stored.ndjson.gz", spacing=SPACING)
+    index = gzip_index.build_index(io.BytesIO(raw), "stored.ndjson.gz", spacing=SPACING)
     changed = bytearray(raw)
     changed[len(raw) // 2] ^= 0x20  # a letter's case: still text, still one line
     changed = bytes(changed)
     index.check(io.BytesIO(changed), "stored.ndjson.gz")  # same size, same first and last 64 KiB
     units = gzip_ranges.plan_units(index, 1)
     middle = next(u for u in units if u.start <= len(data) // 2 < u.end + SPACING)
-    with pytest.raises(gzip_ranges.GzipStreamError, match="differ from those indexed") as caught:
+    with pytest.raises(gzip_decoder.GzipStreamError, match="differ from those indexed") as caught:
         list(gzip_ranges.iter_unit_lines(io.BytesIO(changed), index, middle, "stored.ndjson.gz"))
     assert caught.value.kind == CORRUPT_STREAM
 
@@ -180,7 +180,7 @@ def _three_members() -> tuple[list[bytes], bytes, list[bytes], bytes]:
 
 def test_plain_multi_member_gzip_is_one_member_read_across_gzip_members():
     lines, data, thirds, raw = _three_members()
-    index = gzip_ranges.build_index(io.BytesIO(raw), "pages.ndjson.gz", spacing=SPACING)
+    index = gzip_index.build_index(io.BytesIO(raw), "pages.ndjson.gz", spacing=SPACING)
     assert index.gzip_members == 3 and [(m.name, m.offset, m.size, m.lines) for m in index.members] == [("", 0, len(data), len(lines))]
     truth, offset = [], 0
     for number, line in enumerate(lines, 1):
@@ -197,7 +197,7 @@ def test_zlib_ng_combines_crcs_and_resumes_raw_deflate_at_a_bit_offset():
     assert inflate.crc32_combine(zlib.crc32(first), zlib.crc32(second), len(second)) == zlib.crc32(first + second)
     assert inflate.crc32_combine(zlib.crc32(first), zlib.crc32(b""), 0) == zlib.crc32(first)
     data = b"".join(_lines(5, 400))
-    index = gzip_ranges.build_index(io.BytesIO(gzip.compress(data, 6)), "lines.gz", spacing=gzip_ranges.MIN_SPACING)
+    index = gzip_index.build_index(io.BytesIO(gzip.compress(data, 6)), "lines.gz", spacing=gzip_index.MIN_SPACING)
     resumed = [cp for cp in index.checkpoints if cp.bits]
     assert resumed, "no checkpoint inside a byte: the test data is too regular"
     raw = gzip.compress(data, 6)

@@ -23,7 +23,9 @@ import orjson
 from clirmatrix.pipeline.formats.cirrus import EMPTY_TEXT, OTHER_NAMESPACE, Article, entity_of, is_page_id
 from clirmatrix.pipeline.io.badinput import BAD_FIELD, MALFORMED_JSON, MISSING_FIELD, NOT_AN_OBJECT, TRUNCATED_STREAM, FileReport
 from clirmatrix.pipeline.io.fileio import STREAM_ERRORS, stream_error_kind
-from clirmatrix.pipeline.io.gzip_ranges import GzipIndex, GzipStreamError, GzipUnit, iter_unit_lines
+from clirmatrix.pipeline.io.gzip_decoder import GzipStreamError
+from clirmatrix.pipeline.io.gzip_index import GzipIndex
+from clirmatrix.pipeline.io.gzip_ranges import GzipUnit, iter_unit_lines
 from clirmatrix.pipeline.method.html_text import html_to_text
 
 NOT_NDJSON = "not_ndjson"  # a tar member that is no NDJSON file (a README, a folder): skipped whole, counted as a note

@@ -1,6 +1,6 @@
 """Index a huge gzip dump in parallel parts, so that no unit inflates more than its own range.
 
-``gzip_ranges.build_index`` inflates a dump from its first byte to its last in one
+``gzip_index.build_index`` inflates a dump from its first byte to its last in one
 process: ~28 core-minutes for English's ~100 GB Enterprise HTML dump, the one unit of a
 build that no setting bounded. This module makes the same ``GzipIndex`` from parts of
 ``part_bytes`` compressed bytes, each indexed on its own, then joined:
@@ -52,7 +52,8 @@ from isal import isal_zlib
 
 from clirmatrix.pipeline.io import gzip_ranges
 from clirmatrix.pipeline.io.badinput import CORRUPT_STREAM
-from clirmatrix.pipeline.io.gzip_ranges import BUFFER, WINDOW, Checkpoint, GzipIndex, GzipStreamError, NotATarError, TarMember
+from clirmatrix.pipeline.io.gzip_decoder import BUFFER, WINDOW, Decoder, GzipStreamError, buffer_address
+from clirmatrix.pipeline.io.gzip_index import Checkpoint, GzipIndex, IndexMismatchError, NotATarError, TarMember, file_fingerprint
 from clirmatrix.pipeline.io.inflate import Z_BLOCK, Z_BUF_ERROR, Z_OK, Z_STREAM_END, Inflater, crc32_combine
 
 FORMAT_VERSION = 1
@@ -119,7 +120,7 @@ class _Trial:
         self.inflater = Inflater()
         self.stream = self.inflater.stream
         self.out = bytearray(1 << 18)
-        self.out_address = gzip_ranges._address(self.out)
+        self.out_address = buffer_address(self.out)
 
     def passes(self, data: bytes, address: int, bit: int) -> bool:
         """Whether ``data`` (at ``address``) decodes from bit ``bit`` through two block ends, or to its stream's end."""
@@ -177,7 +178,7 @@ def find_block(raw: BinaryIO, begin: int, size: int) -> int | None:
 
 
 def _byte_and_bits(bit: int) -> tuple[int, int]:
-    """``gzip_ranges``'s way to name a block start: the byte after it begins, and how many high bits of the byte before belong to it."""
+    """A ``Checkpoint``'s way to name a block start: the byte after it begins, and how many high bits of the byte before belong to it."""
     byte, shift = divmod(bit, 8)
     return (byte + 1, 8 - shift) if shift else (byte, 0)
 
@@ -347,7 +348,7 @@ def index_part(open_raw: Callable[[], BinaryIO], path: str, number: int, part_by
     """
     with contextlib.ExitStack() as stack:
         raw = stack.enter_context(open_raw())
-        size, fingerprint = gzip_ranges._fingerprint(raw)
+        size, fingerprint = file_fingerprint(raw)
         begin = number * part_bytes
         if not 0 <= begin < max(size, 1):
             raise ValueError(f"{path}: part {number} starts past the file's end ({size:,} bytes)")
@@ -355,7 +356,7 @@ def index_part(open_raw: Callable[[], BinaryIO], path: str, number: int, part_by
         start = 0 if number == 0 else find_block(raw, begin, size)
         if start is None or (limit is not None and start >= limit):
             return IndexPart(number, -1, -1, 0, 0, (), (), (), (), b"", size, fingerprint)
-        first = gzip_ranges._Decoder(stack.enter_context(open_raw()), path, size)
+        first = Decoder(stack.enter_context(open_raw()), path, size)
         stack.callback(first.close)
         twin = None
         if number == 0:
@@ -363,7 +364,7 @@ def index_part(open_raw: Callable[[], BinaryIO], path: str, number: int, part_by
         else:
             byte, bits = _byte_and_bits(start)
             first.start_checkpoint(byte, bits, _ZEROS)
-            twin = gzip_ranges._Decoder(stack.enter_context(open_raw()), path, size)
+            twin = Decoder(stack.enter_context(open_raw()), path, size)
             stack.callback(twin.close)
             twin.start_checkpoint(byte, bits, _HIGH)
         return dataclasses.replace(_PartRun(first, twin, raw, number, start, limit, spacing).run(), compressed_size=size, fingerprint=fingerprint)
@@ -413,15 +414,15 @@ class _PartRun:
             near_end = end_byte is not None and first.in_pos >= end_byte
             block = due or near_end
             until = None if near_end else end_byte
-            if not block:  # nor does a checkpoint come later than due (``gzip_ranges._Pass`` does the same)
+            if not block:  # nor does a checkpoint come later than due (``gzip_index._Pass`` does the same)
                 until = self.last_inp + self.spacing if until is None else min(until, self.last_inp + self.spacing)
             raw_member = not first.wrapped
             space = DUAL_SPACE if self.twin is not None else len(self.buffer) - self.fill
             if self.stop_out is not None:
                 space = min(space, self.stop_out - self.out)
-            written, event = first.inflate(gzip_ranges._address(self.buffer) + self.fill, space, self.out, block, until)
+            written, event = first.inflate(buffer_address(self.buffer) + self.fill, space, self.out, block, until)
             if self.twin is not None:
-                twin = self.twin.inflate(gzip_ranges._address(self.twin_buffer) + self.fill, space, self.out, block, until)
+                twin = self.twin.inflate(buffer_address(self.twin_buffer) + self.fill, space, self.out, block, until)
                 if twin != (written, event):
                     raise RuntimeError(f"{first.path}: two decoders of one stream disagree ({twin} against {(written, event)})")
             self.fill += written
@@ -559,16 +560,16 @@ def join_parts(raw: BinaryIO, path: str, parts: list[IndexPart], spacing: int, t
     """The dump's ``GzipIndex`` from all its parts, and a report (parts, head bytes decoded again, bytes fetched).
 
     Raises ``PartsMismatchError`` when the parts do not join (index the file in one pass
-    with ``gzip_ranges.build_index`` instead), ``GzipStreamError`` when a gzip member
+    with ``gzip_index.build_index`` instead), ``GzipStreamError`` when a gzip member
     fails its check, ``NotATarError`` when the stream holds no tar archive.
     """
-    size, fingerprint = gzip_ranges._fingerprint(raw)
+    size, fingerprint = file_fingerprint(raw)
     ordered = sorted(parts, key=lambda part: part.number)
     if [part.number for part in ordered] != list(range(len(ordered))):
         raise PartsMismatchError(f"{path}: parts {[part.number for part in ordered]} are not all the parts")
     for part in ordered:
         if (part.compressed_size, part.fingerprint) != (size, fingerprint):
-            raise gzip_ranges.IndexMismatchError(f"{path}: part {part.number} was made from another file: index the dump again")
+            raise IndexMismatchError(f"{path}: part {part.number} was made from another file: index the dump again")
     used = [part for part in ordered if not part.empty]
     if not used or used[0].number != 0 or used[-1].end != -1:
         raise PartsMismatchError(f"{path}: the parts do not cover the file from its first byte to its end")
@@ -582,7 +583,7 @@ def join_parts(raw: BinaryIO, path: str, parts: list[IndexPart], spacing: int, t
     known: list[tuple[int, bytes]] = []
     tail = b""  # the stream's last 32 KiB so far
     base = heads = 0
-    decoder = gzip_ranges._Decoder(raw, path, size)
+    decoder = Decoder(raw, path, size)
     try:
         for part in used:
             if part.number == 0:

@@ -1,8 +1,9 @@
 """Streaming raw inflate with the calls Python's ``zlib`` module does not expose, from zlib-ng.
 
-Reading a huge gzip dump in ranges (``gzip_ranges``, ``gzip_parts``) needs
-``inflate(Z_BLOCK)`` (stop at each deflate block boundary), ``inflatePrime`` (start
-at a bit offset) and ``inflateSetDictionary`` (start with a known window). Those are
+Reading a huge gzip dump in ranges (``gzip_decoder``, which ``gzip_index`` and
+``gzip_ranges`` drive; ``gzip_parts``) needs ``inflate(Z_BLOCK)`` (stop at each
+deflate block boundary), ``inflatePrime`` (start at a bit offset) and
+``inflateSetDictionary`` (start with a known window). Those are
 zlib's C API, reached here through ctypes. The library is zlib-ng, the one the
 ``zlib-ng`` package (python-zlib-ng, the pycompression project's) builds into its
 extension module and exports in its native ``zng_`` names: it inflates the Enterprise
