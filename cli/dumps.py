@@ -11,16 +11,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
+from clirmatrix.cli.common import console
 from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.method.input_kinds import LINKS, SOURCES
 from clirmatrix.pipeline.tools.dumps_fetch import DEFAULT_CONNECTIONS
 from clirmatrix.pipeline.tools.dumps_site import DEFAULT_MIRROR, DumpListing, OfferedFile, nothing_to_fetch
-
-
-def _console():
-    from clirmatrix.cli import console
-
-    return console
 
 
 def _listing_options(command):
@@ -65,7 +60,7 @@ def _make_listing(langs: str | None, date: str, mirror: str, source: str, links:
 
     chosen = check_langs(comma_list(langs), sorted(WIKIPEDIA_LANGUAGES), "--langs", kind="Wikipedia language") if langs else list(BI139_LANGUAGES)
     check_local_mirror(mirror)
-    with _console().status("reading the dumps site") as status:
+    with console.status("reading the dumps site") as status:
         return list_dumps(chosen, date, mirror, source, links, on_step=lambda what: status.update(f"reading the dumps site: {what}"))
 
 
@@ -90,7 +85,6 @@ def print_listing(listing: DumpListing) -> None:
         sizes = [item.size for item in items]
         size = None if None in sizes else sum(sizes)
         table.add_row(lang, kind, run, f"{len(items):,}", _size(size), _checksum(items[0]), "yes" if items[0].url in chosen else "")
-    console = _console()
     console.print(table)
     for note in listing.notes:
         console.print(f"[yellow]note[/] {note}", highlight=False, soft_wrap=True)
@@ -116,14 +110,14 @@ def list_command(langs: str | None, date: str, mirror: str, source: str, links: 
 
         with atomic_write(json_file) as handle:
             handle.write(listing.to_json())
-        _console().print(f"[green]wrote[/] {json_file}")
+        console.print(f"[green]wrote[/] {json_file}")
     _refuse_nothing(listing)
 
 
 def _refuse_nothing(listing: DumpListing) -> None:
     """Exit 1 with one line when fetch would take no document dump: never a listing that quietly takes nothing."""
     if reason := nothing_to_fetch(listing):
-        _console().print(f"[red]{escape(reason)}[/]", highlight=False, soft_wrap=True)
+        console.print(f"[red]{escape(reason)}[/]", highlight=False, soft_wrap=True)
         click.get_current_context().exit(1)
 
 
@@ -173,7 +167,6 @@ def fetch_command(langs: str | None, date: str, mirror: str, source: str, links:
     from clirmatrix.pipeline.tools.dumps_fetch import fetch_dumps
 
     listing = DumpListing.read(listing_file) if listing_file else _make_listing(langs, date, mirror, source, links)
-    console = _console()
     if dry_run:
         print_listing(listing)
         for item in listing.chosen:

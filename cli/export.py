@@ -5,13 +5,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
+from clirmatrix.cli.common import console
 from clirmatrix.pipeline.output.layout import EXPORT_FORMATS
-
-
-def _console():
-    from clirmatrix.cli import console
-
-    return console
 
 
 def _list(value: str | None) -> list[str] | None:
@@ -41,7 +36,6 @@ def export(ctx: click.Context, root: str, fmt: str, to_dir: str, sets: str, src:
     from clirmatrix.pipeline.tools.export import interrupted_note, plan_export
 
     plan = plan_export(root, fmt, _list(sets), _list(src), _list(tgt), _list(splits), full_docs)
-    console = _console()
     try:
         with console.status(f"exporting {len(plan.tasks):,} files as {fmt} into {to_dir}"):
             result = run_export(plan, to_dir, ctx.args, workers)

@@ -32,22 +32,20 @@ from clirmatrix.pipeline.method.input_kinds import LINKS, SOURCES
 from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES, WIKIPEDIA_LANGUAGES, check_langs, is_language_code
 from clirmatrix.pipeline.method.units import DEFAULT_BLOCK_SIZE, DEFAULT_SEARCH_UNIT_QUERIES, DEFAULT_SHARD_DOCS
 
-# The defaults every command and job takes from here (the paper's where it gives one).
-DEFAULT_SEED = 13
-DEFAULT_MIN_DOCS = 10_000  # dissertation 7.2.2
-DEFAULT_TRAIN_SIZE = 10_000  # base train queries per direction (7.2.4)
-DEFAULT_EVAL_SIZE = 1_000  # dev, test1, test2 queries per direction (7.2.4)
-DEFAULT_SPLIT_MB = 128  # compressed MB per unit of a dump read in ranges: ~2 core-minutes of English XML (docs/scale.md)
-DEFAULT_SPLIT_BYTES = DEFAULT_SPLIT_MB << 20
+# The defaults, ConfigError and comma_list live a floor below (pipeline/settings.py), where the stages' own settings take them too.
+from clirmatrix.pipeline.settings import (
+    DEFAULT_EVAL_SIZE,
+    DEFAULT_K,
+    DEFAULT_MIN_DOCS,
+    DEFAULT_SEED,
+    DEFAULT_SPLIT_BYTES,
+    DEFAULT_SPLIT_MB,
+    DEFAULT_TRAIN_SIZE,
+    ConfigError,
+    comma_list,
+)
+
 _BM25 = Bm25Settings()  # k1 1.2, b 0.3 (footnote 9), title^2, best_fields
-
-
-class ConfigError(InvalidInputError):
-    """A config file or flag value that cannot be used; the message names the flag (and the file, for a file's value)."""
-
-    def __init__(self, message: str, setting: str = "") -> None:
-        super().__init__(message)
-        self.setting = setting  # the BuildConfig field at fault, when one is
 
 
 def flag_name(setting: str) -> str:
@@ -74,8 +72,8 @@ class BuildConfig:
     min_docs: int = _setting(DEFAULT_MIN_DOCS, "Drop languages with fewer documents.", min=0)
     train_size: int = _setting(DEFAULT_TRAIN_SIZE, "Base train queries per direction.", min=0)
     eval_size: int = _setting(DEFAULT_EVAL_SIZE, "dev, test1 and test2 queries per direction (a quarter each below 4x as many).", min=0)
-    engine: str = _setting("embedded", "Retrieval engine.", choices=ENGINES)
-    k: int = _setting(100, "Documents kept per query (the paper's top 100).", min=1)
+    engine: str = _setting(ENGINES[0], "Retrieval engine.", choices=ENGINES)
+    k: int = _setting(DEFAULT_K, "Documents kept per query (the paper's top 100).", min=1)
     k1: float = _setting(_BM25.k1, "BM25 k1.", min=0)
     b: float = _setting(_BM25.b, "BM25 b.", min=0, max=1)
     title_boost: float = _setting(_BM25.title_boost, "Weight of the title field.", above=0)
@@ -148,12 +146,6 @@ class BuildConfig:
 
 _FIELDS = {f.name: f for f in fields(BuildConfig)}
 _TUPLES = {"langs", "multi_langs"}
-
-
-def comma_list(value: str | Sequence[str]) -> list[str]:
-    """Items of a comma-separated string (or of a list of strings), stripped, empty ones dropped."""
-    items = value.split(",") if isinstance(value, str) else value
-    return [item.strip() for item in items if item.strip()]
 
 
 def _coerce(name: str, value: object, where: str) -> object:
@@ -234,4 +226,7 @@ def as_dict(config: BuildConfig) -> dict:
     return {name: (list(value) if isinstance(value, tuple) else value) for name, value in ((f, getattr(config, f)) for f in _FIELDS)}
 
 
-__all__ = ["BuildConfig", "ConfigError", "as_dict", "comma_list", "read_config_file", "resolve"]
+__all__ = [
+    "DEFAULT_EVAL_SIZE", "DEFAULT_MIN_DOCS", "DEFAULT_SEED", "DEFAULT_SPLIT_BYTES", "DEFAULT_SPLIT_MB", "DEFAULT_TRAIN_SIZE", "ENGINES",
+    "BuildConfig", "ConfigError", "as_dict", "comma_list", "flag_name", "read_config_file", "resolve",
+]  # fmt: skip

@@ -382,7 +382,7 @@ def test_the_build_flags_and_help_come_from_the_settings_dataclass():
 
     from click.testing import CliRunner
 
-    from clirmatrix.cli import build
+    from clirmatrix.cli.build import build
     from clirmatrix.pipeline.config import BuildConfig
 
     assert {param.name for param in build.params} - {"config_file"} == {setting.name for setting in fields(BuildConfig)}

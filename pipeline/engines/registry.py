@@ -4,34 +4,62 @@ Light on purpose: ``config`` reads ``ENGINES`` from here, so naming the engines
 imports neither numba nor a client; an engine's module is imported when one is made.
 Where the engines differ in how a build uses them, their entry says so
 (``EngineKind.shards_itself``), so the retrieve stage never asks which engine it has.
+An engine is made from ``EngineSettings`` alone, not from the stage's settings, so the
+engines import nothing of the method above them (docs/architecture.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from clirmatrix.pipeline.engines.base import Engine, LocalEngine
-    from clirmatrix.pipeline.method.retrieval import RetrievalSettings
+from clirmatrix.pipeline.engines.base import Bm25Settings, Engine, LocalEngine
+from clirmatrix.pipeline.settings import ConfigError, comma_list
 
 
-def _embedded(settings: RetrievalSettings, lang: str) -> LocalEngine:
+@dataclass(frozen=True)
+class EngineSettings:
+    """What an engine is made with: its BM25 parameters, search threads, where its cluster is, and which documents it holds.
+
+    The retrieve stage's settings give them, with their defaults (``engine_settings``); the
+    rest of those (``k``, how the work is cut) is the stage's, which no engine reads.
+    """
+
+    bm25: Bm25Settings
+    threads: int
+    es_url: str  # one URL for every language, or "en=URL,de=URL" (one node per language)
+    docs_key: str  # fingerprint of the documents: an Elasticsearch index holding them is reused
+
+    def es_urls(self) -> dict[str, str]:
+        """Language -> URL of ``es_url``; ``"*"`` -> URL when one cluster serves every language."""
+        if "=" not in self.es_url:
+            return {"*": self.es_url}
+        return dict(item.split("=", 1) for item in comma_list(self.es_url))
+
+    def es_url_for(self, lang: str) -> str:
+        urls = self.es_urls()
+        if "*" in urls:
+            return urls["*"]
+        if lang not in urls:
+            raise ConfigError(f"--es-url names no Elasticsearch for {lang} (it has {', '.join(sorted(urls))})")
+        return urls[lang]
+
+
+def _embedded(settings: EngineSettings, lang: str) -> LocalEngine:
     from clirmatrix.pipeline.engines.analyzers import analyzer_for
     from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
 
     return EmbeddedEngine(analyzer_for(lang), settings.bm25, threads=settings.threads)
 
 
-def _load_embedded(folder: str, settings: RetrievalSettings, lang: str) -> LocalEngine:
+def _load_embedded(folder: str, settings: EngineSettings, lang: str) -> LocalEngine:
     from clirmatrix.pipeline.engines.analyzers import analyzer_for
     from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
 
     return EmbeddedEngine.load(folder, analyzer_for(lang), settings.bm25, threads=settings.threads)
 
 
-def _elasticsearch(settings: RetrievalSettings, lang: str) -> Engine:
+def _elasticsearch(settings: EngineSettings, lang: str) -> Engine:
     from clirmatrix.pipeline.engines.analyzers import analyzer_for
     from clirmatrix.pipeline.engines.elastic import ElasticsearchEngine, connect
     from clirmatrix.pipeline.io.fingerprint import fingerprint
@@ -42,9 +70,8 @@ def _elasticsearch(settings: RetrievalSettings, lang: str) -> Engine:
     return ElasticsearchEngine(connect(url), url, lang, settings.bm25, fingerprint=key)
 
 
-def _check_elasticsearch(settings: RetrievalSettings, langs: Sequence[str]) -> None:
+def _check_elasticsearch(settings: EngineSettings, langs: Sequence[str]) -> None:
     """Every language has a node, and every node answers."""
-    from clirmatrix.pipeline.config import ConfigError
     from clirmatrix.pipeline.engines.elastic import connect, with_retries
 
     if not settings.es_url:
@@ -55,7 +82,7 @@ def _check_elasticsearch(settings: RetrievalSettings, langs: Sequence[str]) -> N
         with_retries(connect(url, timeout=10).info, url, "cluster check", retries=2)
 
 
-def _nothing_to_check(settings: RetrievalSettings, langs: Sequence[str]) -> None:
+def _nothing_to_check(settings: EngineSettings, langs: Sequence[str]) -> None:
     """An engine in the process needs no server."""
 
 
@@ -72,10 +99,10 @@ class EngineKind:
     """
 
     name: str
-    make: Callable[[RetrievalSettings, str], Engine]  # a fresh engine for one language (or shard)
+    make: Callable[[EngineSettings, str], Engine]  # a fresh engine for one language (or shard)
     shards_itself: bool
-    check: Callable[[RetrievalSettings, Sequence[str]], None] = _nothing_to_check  # before any work: fail when the engine cannot run
-    load: Callable[[str, RetrievalSettings, str], LocalEngine] | None = None  # the engine over a shard's stored index (engines that do not shard themselves)
+    check: Callable[[EngineSettings, Sequence[str]], None] = _nothing_to_check  # before any work: fail when the engine cannot run
+    load: Callable[[str, EngineSettings, str], LocalEngine] | None = None  # the engine over a shard's stored index (engines that do not shard themselves)
 
 
 REGISTRY: dict[str, EngineKind] = {

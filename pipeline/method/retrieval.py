@@ -42,14 +42,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from clirmatrix.pipeline.config import ConfigError, comma_list
 from clirmatrix.pipeline.engines.base import Bm25Settings, CollectionStatistics, Engine, FieldStatistics, FlatHits, Hits, LocalEngine
-from clirmatrix.pipeline.engines.registry import ENGINES, EngineKind, engine_kind
+from clirmatrix.pipeline.engines.registry import ENGINES, EngineKind, EngineSettings, engine_kind
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.io.parquet_io import ParquetSink, read_table, write_table
 from clirmatrix.pipeline.io.reports import read_report
 from clirmatrix.pipeline.method.corpus import Folders, WorkDirs, iter_catalog, iter_docs
 from clirmatrix.pipeline.method.units import DEFAULT_BLOCK_SIZE, DEFAULT_SEARCH_UNIT_QUERIES, DEFAULT_SHARD_DOCS
+from clirmatrix.pipeline.settings import DEFAULT_K, ConfigError
 from clirmatrix.schemas import RETRIEVAL, TERM_COUNTS
 from clirmatrix.schemas.contracts import (
     BlockHitsReport,
@@ -77,8 +77,8 @@ PREPARE, SUM, SEARCH, MERGE = "prepare", "sum", "search", "merge"
 class RetrievalSettings:
     """Which engine, its BM25 parameters, hits per query (docs/method.md section 4), and how the work is cut."""
 
-    engine: str = "embedded"
-    k: int = 100
+    engine: str = ENGINES[0]
+    k: int = DEFAULT_K
     bm25: Bm25Settings = field(default_factory=Bm25Settings)
     threads: int = 1
     es_url: str = ""  # one URL for every language, or "en=URL,de=URL" (one node per language)
@@ -102,19 +102,10 @@ class RetrievalSettings:
         """
         return {"engine": self.engine, "k": self.k, "bm25": asdict(self.bm25), "shard_docs": self.shard_docs, "block_size": self.block_size}
 
-    def es_urls(self) -> dict[str, str]:
-        """Language -> URL of ``es_url``; ``"*"`` -> URL when one cluster serves every language."""
-        if "=" not in self.es_url:
-            return {"*": self.es_url}
-        return dict(item.split("=", 1) for item in comma_list(self.es_url))
-
-    def es_url_for(self, lang: str) -> str:
-        urls = self.es_urls()
-        if "*" in urls:
-            return urls["*"]
-        if lang not in urls:
-            raise ConfigError(f"--es-url names no Elasticsearch for {lang} (it has {', '.join(sorted(urls))})")
-        return urls[lang]
+    @property
+    def engine_settings(self) -> EngineSettings:
+        """What the engine is made with (the registry takes these alone): BM25, threads, the cluster, the documents' key."""
+        return EngineSettings(self.bm25, self.threads, self.es_url, self.docs_key)
 
     @property
     def kind(self) -> EngineKind:
@@ -131,12 +122,12 @@ def check_engine(settings: RetrievalSettings, langs: Sequence[str] = ()) -> None
     """Fail before any work starts when the engine cannot run: unknown, or a cluster that does not answer."""
     if settings.engine not in ENGINES:
         raise ConfigError(f"unknown engine {settings.engine!r}; choose from {', '.join(ENGINES)}")
-    settings.kind.check(settings, langs)
+    settings.kind.check(settings.engine_settings, langs)
 
 
 def make_engine(settings: RetrievalSettings, lang: str) -> Engine:
     """A fresh engine for one language (or shard), made by its registry entry."""
-    return settings.kind.make(settings, lang)
+    return settings.kind.make(settings.engine_settings, lang)
 
 
 def plan_units(plans: Sequence[LanguagePlan], settings: RetrievalSettings) -> list[Unit]:
@@ -211,7 +202,7 @@ def save_index(engine: LocalEngine, folder: str) -> None:
 
 def load_index(folder: str, settings: RetrievalSettings, lang: str) -> LocalEngine:
     """The engine over the index ``save_index`` stored, ready to search."""
-    return settings.kind.load(folder, settings, lang)
+    return settings.kind.load(folder, settings.engine_settings, lang)
 
 
 def count_shard_terms(work_root: str, settings: RetrievalSettings, plan: LanguagePlan, shard: int) -> TermCountReport:

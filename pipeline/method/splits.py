@@ -30,12 +30,12 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_SEED, DEFAULT_TRAIN_SIZE
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.io.parquet_io import ParquetSink, read_table, write_table
 from clirmatrix.pipeline.method.corpus import WorkDirs, iter_catalog
 from clirmatrix.pipeline.method.propagation import query_groups
-from clirmatrix.pipeline.output.layout import EVAL_SPLITS, SPLITS
+from clirmatrix.pipeline.method.split_names import EVAL_SPLITS, SPLITS
+from clirmatrix.pipeline.settings import DEFAULT_EVAL_SIZE, DEFAULT_SEED, DEFAULT_TRAIN_SIZE
 from clirmatrix.schemas import EVAL_PICKS, PROPAGATED, QUERY_SPLITS
 from clirmatrix.schemas.contracts import EvalReport, SplitsReport
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
 from clirmatrix.pipeline.errors import InputError
+from clirmatrix.pipeline.method.split_names import EVAL_SPLITS as EVAL_SPLITS  # the method names its sets; the files are named by them
+from clirmatrix.pipeline.method.split_names import SPLITS as SPLITS
 
-SPLITS: tuple[str, ...] = ("train", "dev", "test1", "test2")
-EVAL_SPLITS: tuple[str, ...] = ("dev", "test1", "test2")
 BASE_CANDIDATES = 100  # K: candidates per query in BI-139 base and MULTI-8
 LABELS = range(0, 7)  # 0 = filler / not retrieved, 1-5 = Jenks class, 6 = the query's own article
 

@@ -41,12 +41,12 @@ from urllib.parse import urlparse
 
 import orjson
 
-from clirmatrix.pipeline.config import comma_list
 from clirmatrix.pipeline.errors import InputError, InvalidInputError
 from clirmatrix.pipeline.io.localio import atomic_write
 from clirmatrix.pipeline.method.languages import BI139_LANGUAGES, MULTI8_LANGUAGES, check_langs
 from clirmatrix.pipeline.output import layout
 from clirmatrix.pipeline.output.jsonl import MalformedRecordError, iter_lines, parse_doc, parse_query
+from clirmatrix.pipeline.settings import comma_list
 from clirmatrix.pipeline.tools.stopping import Interrupted, Stop, Stopped, run_stoppable
 
 OFFICIAL_BASE_URL = "http://www.cs.jhu.edu/~shuosun/clirmatrix/data/"

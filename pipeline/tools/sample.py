@@ -41,7 +41,7 @@ from pathlib import Path
 
 import orjson
 
-from clirmatrix.pipeline.config import DEFAULT_SEED
+from clirmatrix.pipeline.settings import DEFAULT_SEED
 
 DATE = "20240301"  # the classic inputs' date (CirrusSearch dumps stopped in 2025)
 FRESH_DATE = "20261101"

@@ -36,12 +36,12 @@ import numpy as np
 import orjson
 from isal import igzip
 
-from clirmatrix.pipeline.config import DEFAULT_EVAL_SIZE, DEFAULT_TRAIN_SIZE
 from clirmatrix.pipeline.errors import MissingInputError
 from clirmatrix.pipeline.io.localio import STREAM_ERRORS, md5_of
 from clirmatrix.pipeline.output.gzip_encoder import ENCODER
 from clirmatrix.pipeline.output.jsonl import walk_release
 from clirmatrix.pipeline.output.layout import CARD, CONTEXTS, INDEX, MANIFEST, RELEASE_FOLDERS, REPORT, SPLITS, STATS_DIR, ReleasedFile, index_key, path_in_url, refuse_incomplete
+from clirmatrix.pipeline.settings import DEFAULT_EVAL_SIZE, DEFAULT_TRAIN_SIZE
 from clirmatrix.pipeline.tools.validate_report import (  # the rules' names, the report and its printing are validate's own: imported from here
     ALIGNMENT,
     BASE_FULL,

@@ -1,4 +1,4 @@
-"""``clirmatrix train``, ``clirmatrix evaluate`` and ``clirmatrix reproduce``.
+"""``clirmatrix train``, ``clirmatrix evaluate`` and ``clirmatrix reproduce`` (with ``reproduce multi8`` and ``reproduce bi139``): the trainer's commands.
 
 The train flags are the fields of :class:`~clirmatrix.models.arguments.TrainArguments`
 (one ``--flag`` per field, its help from the field), so the dataclass, the CLI and
