@@ -117,7 +117,7 @@ def against_plan(args: argparse.Namespace, dumps: Path, out: Path) -> None:
     workers = None if args.sample else args.workers  # --sample: as the README's command, the build's default workers
     started = time.perf_counter()
     inputs = plan.inputs_from_dumps(str(dumps))
-    projected = plan.plan_build(inputs, workers, "local", plan.PlanSettings(min_docs=1_000))
+    projected = plan.plan_build(inputs, workers, "local", plan.PlanSettings.of(min_docs=1_000))
     print(f"plan: {time.perf_counter() - started:.1f} s to count {sum(lang.documents for lang in inputs.languages):,} documents; cost model of {projected.model_date}")
     rounds = []
     for round_ in range(args.rounds):
@@ -214,9 +214,9 @@ def main(argv: list[str] | None = None) -> None:
     retrieval = result.summaries["retrieve"].languages
     print("\n| lang | documents | queries/s (one core) | index s | search s |\n|---|---:|---:|---:|---:|")
     for lang, entry in retrieval.items():
-        print(f"| {lang} | {entry['docs']:,} | {entry['queries_per_second']:,.0f} | {entry['index_seconds']:.1f} | {entry['search_seconds']:.1f} |")
-    queries = sum(entry["queries"] for entry in retrieval.values())
-    search_seconds = sum(entry["search_seconds"] for entry in retrieval.values())
+        print(f"| {lang} | {entry.docs:,} | {entry.queries_per_second:,.0f} | {entry.index_seconds:.1f} | {entry.search_seconds:.1f} |")
+    queries = sum(entry.queries for entry in retrieval.values())
+    search_seconds = sum(entry.search_seconds for entry in retrieval.values())
     print(f"\nretrieval: {queries:,} queries, {queries / search_seconds:,.0f} queries/s per core (search time only)")
     for name, counts in sorted(result.summaries["write_release"].sets.items()):
         print(f"released {name}: {counts['files']:,} files, {counts['lines']:,} lines, {counts['bytes'] / 1e6:,.1f} MB")

@@ -124,7 +124,7 @@ def build_facts(dumps: str, result) -> dict:
     links = choose_links(found, "auto", dumps)
     full = [f for f in result.summaries["write_release"].files if "/full/" in f["path"]]
     return {
-        "languages": {lang: entry["docs"] for lang, entry in result.summaries["extract_docs"].languages.items()},
+        "languages": {lang: entry.docs for lang, entry in result.summaries["extract_docs"].languages.items()},
         "dump_files": {lang: [[d.kind, d.path, os.path.getsize(d.path)] for d in files] for lang, files in found.docs.items()},
         "link_files": [[path, os.path.getsize(path)] for path in (*links.sitelinks_files, *(path for _, path in links.page_props))],
         "link_kind": links.sitelinks_kind,
@@ -146,20 +146,20 @@ def unit_costs(result) -> dict:
     languages = result.summaries["retrieve"].languages
     retrieval = read_named_reports(work.stage("retrieval"))
     searched = [r for name, r in retrieval.items() if name.startswith("search.")]
-    multi = {lang for lang, entry in languages.items() if entry["shards"] > 1}
+    multi = {lang for lang, entry in languages.items() if entry.shards > 1}
     labels = read_named_reports(work.stage("labels"))
     propagated = read_named_reports(work.stage("propagated"))
     release = read_named_reports(work.stage("release"))
     written = [r for name, r in release.items() if name.startswith("bi139.")]
     return {
-        "docs": sum(entry["docs"] for entry in languages.values()),
+        "docs": sum(entry.docs for entry in languages.values()),
         # An index is built once per document: by the count step, or by the search step of a one-shard language.
         "index_cpu": sum(r["unit_cpu_seconds"] for name, r in retrieval.items() if name.startswith("count."))
         + sum(r.get("index_cpu_seconds", r["index_seconds"]) for r in searched if r["lang"] not in multi),
         "search_cpu": sum(r.get("search_cpu_seconds", r["search_seconds"]) for r in searched),
-        "query_shards": sum(entry["queries"] * entry["shards"] for entry in languages.values()),
+        "query_shards": sum(entry.queries * entry.shards for entry in languages.values()),
         "merge_cpu": sum(r["unit_cpu_seconds"] for name, r in retrieval.items() if name.startswith("merge.")),
-        "merged_query_shards": sum(entry["queries"] * entry["shards"] for lang, entry in languages.items() if lang in multi),
+        "merged_query_shards": sum(entry.queries * entry.shards for lang, entry in languages.items() if lang in multi),
         "label_cpu": sum(r["unit_cpu_seconds"] for r in labels.values()),
         "label_rows": sum(sum(r["labels"].values()) for r in labels.values()),
         "links_cpu": sum(r["unit_cpu_seconds"] for name, r in propagated.items() if name.startswith("links.")),
@@ -492,7 +492,7 @@ def fit_cost_model(runs: list[dict], small: list[dict], base: dict, workers: int
     ``fixed + per_unit * units / workers`` fitted over the small local builds, a fixed
     cost alone on Dask (its runs differ in size, hardly in units).
     """
-    settings = planning.PlanSettings(min_docs=1_000)
+    settings = planning.PlanSettings.of(min_docs=1_000)
     empty = {"fixed": 0.0, "per_unit": 0.0}
     skeleton = {**base, "measured": "", "command": "", "overhead_seconds": {"local": {}, "dask": {}},
                 "memory_mb": {"base_mb": {}, "per_amount_mb": {}, "driver_mb": {}}, "disk_bytes": {}}

@@ -288,7 +288,7 @@ def run_realistic(docs: int, args: argparse.Namespace) -> dict:
     placeholders = resume_placeholders(dumps, str(out / ".work")) if args.resume else []
     html = sorted(dumps.glob("*-ENTERPRISE-HTML.json.tar.gz"))
     dump_bytes = {path.name: path.stat().st_size for path in html}
-    settings = planning.PlanSettings(min_docs=1_000, shard_docs=args.shard_docs, block_size=args.block_size)
+    settings = planning.PlanSettings.of(min_docs=1_000, shard_docs=args.shard_docs, block_size=args.block_size)
     flags = ["--dumps", str(dumps), "--workers", str(args.workers), "--runner", "dask", "--min-docs", "1000"]
     printed = subprocess.run([str(Path(sys.executable).parent / "clirmatrix"), "plan", *flags], capture_output=True, text=True, env={**os.environ, "COLUMNS": "160"})
     root.mkdir(parents=True, exist_ok=True)
@@ -318,7 +318,7 @@ def run_realistic(docs: int, args: argparse.Namespace) -> dict:
     finally:
         for path in placeholders:
             path.unlink(missing_ok=True)
-    measured_docs = {lang: entry["docs"] for lang, entry in result.summaries["extract_docs"].languages.items()}
+    measured_docs = {lang: entry.docs for lang, entry in result.summaries["extract_docs"].languages.items()}
     counted = replace(inputs, languages=tuple(replace(lang, documents=measured_docs.get(lang.lang, 0), counted=True) for lang in inputs.languages))
     rates = measured_rates(result.work, docs)
     windows = {stage: entry["window"] for stage, entry in watch.stages.items()}

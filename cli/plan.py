@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import click
 from rich.table import Table
 
-from clirmatrix.cli.common import comma_list_or_none, console
+from clirmatrix.cli.common import comma_list_or_none, config_options, console
+from clirmatrix.pipeline.tools.plan import PlanSettings
+
+PLAN_SETTINGS = tuple(setting.name for setting in fields(PlanSettings))  # the build's settings a projection depends on, offered as its flags
 
 
 @click.command("plan")
@@ -14,20 +19,25 @@ from clirmatrix.cli.common import comma_list_or_none, console
 @click.option("--langs", default=None, help="Comma-separated languages [default: every language found].")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="As the build's --workers: worker processes, one core each [default: a stage's units, up to this machine's cores].")
 @click.option("--runner", type=click.Choice(["local", "dask"]), default="local", show_default=True, help="Whose start-up costs and memory to project.")
-@click.option("--min-docs", type=click.IntRange(min=0), default=None, help="As the build's --min-docs: smaller languages are left out [default: 10000].")
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False), help="The build's TOML or YAML settings file: the plan reads the settings below from it; flags win.")
+@config_options(PLAN_SETTINGS, config_file=False)
 @click.option("--cost-model", default=None, type=click.Path(dir_okay=False), help="The measured rates [default: the package's cost_model.json].")
-def plan_command(dumps_dir: str | None, listing: str | None, langs: str | None, workers: int | None, runner: str, min_docs: int | None, cost_model: str | None) -> None:
-    """Project a build before running it: documents, queries, directions, core-hours and wall clock per stage, memory, disk."""
-    from clirmatrix.pipeline.config import DEFAULT_MIN_DOCS
+def plan_command(dumps_dir: str | None, listing: str | None, langs: str | None, workers: int | None, runner: str, config_file: str | None, cost_model: str | None, **flags) -> None:
+    """Project a build before running it: documents, queries, directions, core-hours and wall clock per stage, memory, disk.
+
+    The build's settings that change its work (--min-docs, --shard-docs, --split-mb, ...)
+    are taken as the build takes them, flags over --config over the build's defaults.
+    """
+    from clirmatrix.pipeline.config import resolve
     from clirmatrix.pipeline.tools import plan
 
     if (dumps_dir is None) == (listing is None):
         raise click.UsageError("give one of --dumps DIR and --listing FILE")
+    settings = plan.PlanSettings.of(resolve(config_file, flags, needs=()))
     chosen = comma_list_or_none(langs)
     model = plan.CostModel.read(cost_model or plan.COST_MODEL)
     with console.status("reading the dumps" if dumps_dir else "reading the listing"):
         inputs = plan.inputs_from_dumps(dumps_dir, chosen) if dumps_dir else plan.inputs_from_listing(listing, chosen)
-    settings = plan.PlanSettings(min_docs=DEFAULT_MIN_DOCS if min_docs is None else min_docs)
     _print_plan(plan.plan_build(inputs, workers, runner, settings, model))
 
 

@@ -21,7 +21,7 @@ def test_plan_counts_the_documents_the_build_keeps(sample, extracted):
     assert {lang.lang: lang.documents for lang in inputs.languages} == kept
     assert all(lang.counted for lang in inputs.languages)
     assert inputs.generated  # sample-truth.json beside them
-    projected = plan.plan_build(inputs, 2, settings=plan.PlanSettings(min_docs=100))
+    projected = plan.plan_build(inputs, 2, settings=plan.PlanSettings.of(min_docs=100))
     assert projected.documents == sum(kept.values()) == projected.queries
     assert not projected.estimated
     assert projected.directions == len(kept) * (len(kept) - 1)
@@ -122,6 +122,28 @@ def test_the_command_prints_the_plan_and_one_line_errors(tmp_path, capsys, monke
     assert "not a dumps listing" in capsys.readouterr().err
     assert main(["plan"]) == 2
     assert "--dumps" in capsys.readouterr().err
+
+
+def test_the_plan_takes_the_builds_settings_and_defaults(tmp_path, capsys):
+    """``PlanSettings`` are the build's own: its defaults, its flags and config file, its checks; each changes the projection as it changes the build."""
+    from clirmatrix.cli import main
+    from clirmatrix.pipeline.config import BuildConfig
+
+    defaults = plan.PlanSettings.of()
+    assert all(getattr(defaults, name) == getattr(BuildConfig(), name) for name in plan.PlanSettings.__dataclass_fields__)
+    inputs = plan.inputs_from_listing(_listing(tmp_path, [_offered("en", HTML, 10_000_000_000), _offered("de", XML, 5_000_000_000)]))
+    units = {stage.stage: stage.units for stage in plan.plan_build(inputs, 8, settings=defaults).stages}
+    finer = {stage.stage: stage.units for stage in plan.plan_build(inputs, 8, settings=plan.PlanSettings.of(shard_docs=100_000, split_mb=32)).stages}
+    assert finer["retrieve"] > units["retrieve"] and finer["extract_docs"] > units["extract_docs"]
+    (tmp_path / "build.toml").write_text("split_mb = 32\nshard_docs = 100000\n")
+    listing = str(tmp_path / "listing.json")
+    shown = {}
+    for name, flags in (("file", ["--config", str(tmp_path / "build.toml")]), ("flags", ["--split-mb", "32", "--shard-docs", "100000"]), ("defaults", [])):
+        assert main(["plan", "--listing", listing, "--workers", "8", *flags]) == 0
+        shown[name] = capsys.readouterr().err
+    assert shown["file"] == shown["flags"] != shown["defaults"]  # the same plan from the file as from the flags, not the default one
+    assert main(["plan", "--listing", listing, "--min-docs", "-1"]) == 2
+    assert "--min-docs must be at least 0, got -1" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")

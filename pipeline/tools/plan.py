@@ -15,13 +15,12 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
+from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.errors import InvalidInputError
 from clirmatrix.pipeline.method.input_kinds import CIRRUS, HTML, ITEMS_PER_SITE, PAGE_PROPS, WIKIDATA_JSON, XML
-from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
-from clirmatrix.pipeline.method.units import DEFAULT_BLOCK_SIZE, DEFAULT_SEARCH_UNIT_QUERIES, DEFAULT_SHARD_DOCS
 
 COST_MODEL = Path(__file__).resolve().parents[1] / "cost_model.json"
 STAGES = ("extract_docs", "extract_sitelinks", "link_entities", "retrieve", "label", "propagate", "write_release", "stats")  # the build's, in order
@@ -354,16 +353,32 @@ def inputs_from_listing(path: str, langs: Sequence[str] | None = None) -> PlanIn
 
 @dataclass(frozen=True)
 class PlanSettings:
-    """The build settings a projection depends on (``BuildConfig``'s defaults unless given)."""
+    """The build settings a projection depends on: each field is the ``BuildConfig`` setting of its name.
 
-    min_docs: int = 10_000
-    shard_docs: int = DEFAULT_SHARD_DOCS
-    block_size: int = DEFAULT_BLOCK_SIZE
-    search_unit_queries: int = DEFAULT_SEARCH_UNIT_QUERIES
-    split_bytes: int = 128 << 20
-    train_size: int = 10_000
-    eval_size: int = 1_000
-    multi_langs: tuple[str, ...] = MULTI8_LANGUAGES
+    No defaults here: ``of()`` takes them from a ``BuildConfig`` (the build's own
+    defaults without one), so the plan projects exactly the build those flags make, and
+    ``clirmatrix plan`` offers these fields as the build's flags (``cli/plan.py``).
+    """
+
+    min_docs: int
+    multi_langs: tuple[str, ...]
+    train_size: int
+    eval_size: int
+    shard_docs: int
+    block_size: int
+    search_unit_queries: int
+    split_mb: int
+
+    @classmethod
+    def of(cls, config: BuildConfig | None = None, **given: object) -> PlanSettings:
+        """The settings of ``config`` (a checked ``BuildConfig``; its defaults without one), with ``given`` over them."""
+        config = replace(config or BuildConfig(), **given).check(needs=()) if given or config is None else config
+        return cls(**{setting.name: getattr(config, setting.name) for setting in fields(cls)})
+
+    @property
+    def split_bytes(self) -> int:
+        """``split_mb`` in bytes, as the build cuts its dumps (``BuildConfig.split_bytes``)."""
+        return self.split_mb << 20
 
 
 def largest_unit_docs(stage: str, largest_docs: int, settings: PlanSettings) -> float:
@@ -483,7 +498,7 @@ def stage_workers(stage: str, units: int, workers: int | None, cores: int) -> in
 
 
 def plan_build(
-    inputs: PlanInputs, workers: int | None = None, runner: str = "local", settings: PlanSettings = PlanSettings(), model: CostModel | None = None, cores: int | None = None
+    inputs: PlanInputs, workers: int | None = None, runner: str = "local", settings: PlanSettings | None = None, model: CostModel | None = None, cores: int | None = None
 ) -> BuildPlan:
     """Project a build of ``inputs`` on ``workers`` workers (one core each) of ``runner``.
 
@@ -497,6 +512,7 @@ def plan_build(
     languages.
     """
     model = model or CostModel.read()
+    settings = settings or PlanSettings.of()
     if runner not in model.overhead:
         raise InvalidInputError(f"no measurements for the {runner} runner in the cost model (it has {', '.join(sorted(model.overhead))})")
     if workers is not None and workers < 1:
