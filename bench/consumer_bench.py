@@ -165,7 +165,6 @@ def main(argv: list[str] | None = None) -> None:
     if args.build:
         build = Path(args.build)
     else:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
         from export_bench import make_build
 
         build = make_build(Path(args.work), args.docs)

@@ -52,15 +52,13 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+from lucene_side import LuceneSide
+from support import lucene_jar
 
-from clirmatrix.pipeline.engines import lucene_jar
 from clirmatrix.pipeline.engines.analyzers import analyzer_named
 from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
 from clirmatrix.pipeline.engines.search import read_corpus
 from clirmatrix.pipeline.engines.stopwords import STOPWORDS
-
-sys.path.insert(0, str(Path(__file__).parent))
-from lucene_side import LuceneSide  # noqa: E402
 
 
 def write_corpus(path: Path, n_docs: int, vocabulary: int = 500_000, seed: int = 1) -> None:

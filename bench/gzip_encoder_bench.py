@@ -42,7 +42,6 @@ import os
 import platform
 import random
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -50,11 +49,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cross_cpu_bench import sample_build, write_inputs  # noqa: E402
+from cross_cpu_bench import sample_build, write_inputs
 
-from clirmatrix.pipeline.output import gzip_encoder  # noqa: E402
-from clirmatrix.pipeline.output.gzip_encoder import CHUNK, GzipEncoder  # noqa: E402
+from clirmatrix.pipeline.output import gzip_encoder
+from clirmatrix.pipeline.output.gzip_encoder import CHUNK, GzipEncoder
 
 RELEASE_PAIRS = 34.06e9  # labelled (query, document) pairs of the 2020 release (docs/scale.md)
 

@@ -20,14 +20,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from clirmatrix.pipeline.config import comma_list  # noqa: E402
-from clirmatrix.pipeline.io import gzip_index, gzip_parts  # noqa: E402
+from clirmatrix.pipeline.config import comma_list
+from clirmatrix.pipeline.io import gzip_index, gzip_parts
 
 
 def _cpu(function):

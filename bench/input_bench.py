@@ -43,13 +43,11 @@ from pathlib import Path
 import orjson
 from isal import igzip
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from clirmatrix.beam_jobs import extract_docs  # noqa: E402
-from clirmatrix.pipeline.io import fileio, gzip_index, inflate  # noqa: E402
-from clirmatrix.pipeline.io.badinput import FileReport  # noqa: E402
+from clirmatrix.beam_jobs import extract_docs
+from clirmatrix.pipeline.io import fileio, gzip_index, inflate
+from clirmatrix.pipeline.io.badinput import FileReport
 from clirmatrix.pipeline.method import dumps, html_scan, html_text
-from clirmatrix.pipeline.method.html_text import html_to_text  # noqa: E402
+from clirmatrix.pipeline.method.html_text import html_to_text
 
 # Published input sizes (docs/benchmarks.md, 2026-11-26): compressed GB, and articles.
 REAL = {

@@ -29,16 +29,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import engine_bench
 import numpy as np
+import search_bench
 
-sys.path.insert(0, str(Path(__file__).parent))
-import engine_bench  # noqa: E402
-import search_bench  # noqa: E402
-
-from clirmatrix.pipeline.engines import embedded  # noqa: E402
-from clirmatrix.pipeline.engines.analyzers import analyzer_named  # noqa: E402
-from clirmatrix.pipeline.engines.embedded import EmbeddedEngine, search_kernels  # noqa: E402
-from clirmatrix.pipeline.method import retrieval  # noqa: E402
+from clirmatrix.pipeline.engines import embedded
+from clirmatrix.pipeline.engines.analyzers import analyzer_named
+from clirmatrix.pipeline.engines.embedded import EmbeddedEngine, search_kernels
+from clirmatrix.pipeline.method import retrieval
 
 POSTINGS = (0, 1_000, 2_000, 4_000, 6_000, 8_000, 10_000, 12_000, 16_000)  # the grid's rows
 SHARES = (0.0, 0.5, 0.7, 0.9, 1.01)  # its columns: the longest list's share of the postings

@@ -1,8 +1,8 @@
-"""Lucene 9.9.1 itself as a benchmark contender: ``LuceneSide`` drives ``java/LuceneBench.java``.
+"""Lucene 9.9.1 itself as a benchmark contender: ``LuceneSide`` drives ``support/java/LuceneBench.java``.
 
 The embedded engine claims Lucene's scores, so ``bench/engine_bench.py --lucene`` runs
 Lucene on the same corpus and queries and compares speed and top-k lists. Lucene runs
-in its own JVM (the Anserini fat jar, see ``pipeline/engines/lucene_jar``) that analyses
+in its own JVM (the Anserini fat jar, see ``support/lucene_jar.py``) that analyses
 and builds every query once at start-up, then answers ``run`` (search every query once
 and report this thread's CPU seconds), ``each`` (the same, each query's CPU time
 apart) and ``dump`` (write the top k) on stdin. No Python is in the loop while Lucene
@@ -43,8 +43,7 @@ from pathlib import Path
 from types import TracebackType
 
 import numpy as np
-
-from clirmatrix.pipeline.engines import lucene_jar
+from support import lucene_jar
 
 MAIN_CLASS = "LuceneBench"
 SCHEMA = 1  # bump when LuceneBench.java indexes differently: cached indexes are rebuilt

@@ -103,9 +103,10 @@ def main() -> None:
     from_bi = options.cross_init == "bi-encoder"
     if from_bi and "cross-encoder" in models and "bi-encoder" not in models[: models.index("cross-encoder")]:
         parser.error("--cross-init bi-encoder needs a bi-encoder before the cross-encoder in --models")
+    from support.toy import pretrained_minilm
+
     from clirmatrix.models.evaluate import bm25_order
     from clirmatrix.models.metrics import NDCG10
-    from clirmatrix.models.toy import pretrained_minilm
 
     data = options.data
     if not data:

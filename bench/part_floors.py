@@ -182,6 +182,32 @@ def jenkspy_floor(work_root: str, lang: str, block: int = 0) -> Part:
     return Part("label against jenkspy", ours, floor, queries, "query")
 
 
+def carry_part(work_root: str, lang: str, block: int = 0) -> Part:
+    """Carrying one block's labels into every other language as the stage does (``propagate_block``) against
+    ``carry_floor`` (``bench/propagate_bench.py``'s floor) on the same block.
+
+    Ours rewrites the block's ``propagated`` files (with the same rows); the floor writes
+    to a temporary folder.
+    """
+    import pyarrow.parquet as pq
+    from propagate_bench import carry_floor
+
+    from clirmatrix.pipeline.method.corpus import WorkDirs
+    from clirmatrix.pipeline.method.propagation import propagate_block
+
+    plan = plans(work_root)[lang]
+    langs = sorted(plans(work_root))
+    rows = pq.ParquetFile(WorkDirs(work_root).labels_file(lang, block)).metadata.num_rows
+    out_root = tempfile.mkdtemp(prefix="carry-floor-")
+    return Part(
+        "propagate: carry",
+        lambda: propagate_block(work_root, plan, block, langs),
+        lambda: carry_floor(work_root, plan, block, out_root, langs),
+        rows * (len(langs) - 1),
+        "label row and target",
+    )
+
+
 def docs_part(work_root: str, out_root: str, lang: str) -> Part:
     """Writing a language's DOCS files against compressing the same bytes with the same calls (``write_bench``'s floor)."""
     from write_bench import compress_texts
@@ -287,8 +313,6 @@ OTHER_PARTS = ("jenkspy",)  # on request only
 def default_parts(work_root: str, lang: str = "en", names: Sequence[str] = PART_NAMES) -> list[Part]:
     """The parts named (every part this module knows by default), on ``lang`` of a built work folder (the stage functions of other benches where they exist)."""
     out_root = tempfile.mkdtemp(prefix="floors-")
-    from propagate_bench import carry_part
-
     makers = {
         "index": lambda: index_part(work_root, lang),
         "search": lambda: search_part(work_root, lang),

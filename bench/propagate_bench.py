@@ -33,9 +33,9 @@ uniformly. Two scenarios:
 - ``dense``: ``--dense-targets`` languages as large as X, 40-70% of X linked to each
   (two big languages): most rows are carried.
 
-``--reuse`` keeps a work folder made with the same settings. ``carry_floor`` and
-``carry_part`` are what ``bench/scale_bench.py`` and ``bench/part_floors.py`` call on a
-build's own work folder.
+``--reuse`` keeps a work folder made with the same settings. ``carry_floor`` is also
+the floor of ``bench/part_floors.py``'s carry part (``carry_part``), which ``bench/scale_bench.py``
+runs on a build's own work folder; this module imports no other bench.
 
 Usage: .venv/bin/python bench/propagate_bench.py [--docs 2000000] [--queries 20000] [--targets 40] [--rounds 5] [--reuse]
 """
@@ -95,37 +95,6 @@ def carry_floor(work_root: str, plan, block: int, out_root: str, langs: Sequence
         pq.write_table(table, os.path.join(out_root, f"{tgt}.parquet"), compression="none", use_dictionary=False, write_statistics=False)
         rows += table.num_rows
     return rows
-
-
-def carry_part(work_root: str, lang: str, block: int = 0):
-    """``bench/part_floors.py``'s carry part: ``propagate_block`` on a built work folder beside ``carry_floor``.
-
-    Ours rewrites the block's ``propagated`` files (with the same rows); the floor writes
-    to a temporary folder.
-    """
-    import tempfile
-
-    from part_floors import Part, plans
-
-    from clirmatrix.pipeline.method.propagation import propagate_block
-
-    plan = plans(work_root)[lang]
-    langs = sorted(plans(work_root))
-    rows = pq.ParquetFile(_labels_path(work_root, lang, block)).metadata.num_rows
-    out_root = tempfile.mkdtemp(prefix="carry-floor-")
-    return Part(
-        "propagate: carry",
-        lambda: propagate_block(work_root, plan, block, langs),
-        lambda: carry_floor(work_root, plan, block, out_root, langs),
-        rows * (len(langs) - 1),
-        "label row and target",
-    )
-
-
-def _labels_path(work_root: str, lang: str, block: int) -> str:
-    from clirmatrix.pipeline.method.corpus import WorkDirs
-
-    return WorkDirs(work_root).labels_file(lang, block)
 
 
 # --- release-like data ----------------------------------------------------------------------------

@@ -74,14 +74,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import scale_realistic
+from scale_realistic import DaskCluster, StageWatch, build_on_dask, folder_bytes, peak_rss_mb, reset_peak
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import scale_realistic  # noqa: E402
-from scale_realistic import DaskCluster, StageWatch, build_on_dask, folder_bytes, peak_rss_mb, reset_peak  # noqa: E402
-
-from clirmatrix.beam_jobs.build import STAGES  # noqa: E402
-from clirmatrix.pipeline.tools import plan as planning  # noqa: E402
-from clirmatrix.pipeline.tools.plan import FULL_PAIRS_PER_QUERY, RELEASE_FULL_PAIRS, RELEASE_LANGUAGES, RELEASE_QUERIES  # noqa: E402
+from clirmatrix.beam_jobs.build import STAGES
+from clirmatrix.pipeline.tools import plan as planning
+from clirmatrix.pipeline.tools.plan import FULL_PAIRS_PER_QUERY, RELEASE_FULL_PAIRS, RELEASE_LANGUAGES, RELEASE_QUERIES
 
 EN_DOCS = 5_984_197  # DOCS/en.tsv.gz of the release (docs/formats.md 1.4)
 RELEASE_DIRECTIONS = RELEASE_LANGUAGES * (RELEASE_LANGUAGES - 1)

@@ -57,11 +57,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from clirmatrix.pipeline.engines.analyzers import analyzer_for  # noqa: E402
-from clirmatrix.pipeline.engines.embedded import EmbeddedEngine  # noqa: E402
-from clirmatrix.pipeline.method.truncate import rule_for, truncate  # noqa: E402
+from clirmatrix.pipeline.engines.analyzers import analyzer_for
+from clirmatrix.pipeline.engines.embedded import EmbeddedEngine
+from clirmatrix.pipeline.method.truncate import rule_for, truncate
 
 LANG = "en"
 SHARD_DOCS = 500_000

@@ -35,7 +35,8 @@ OUT = Path(__file__).resolve().parent / "out"
 
 
 def prepare(size: str) -> tuple[Path, Path]:
-    from clirmatrix.models.toy import build_tiny_backbone, write_toy_release
+    from support.toy import build_tiny_backbone, write_toy_release
+
     from clirmatrix.pipeline.output.jsonl import iter_docs
 
     root = OUT / "train_bench"

@@ -37,13 +37,11 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fuzz_consumer import TREE, damage_tree
 
-from fuzz_consumer import TREE, damage_tree  # noqa: E402
-
-from clirmatrix.pipeline.output import layout  # noqa: E402
-from clirmatrix.pipeline.output.jsonl import walk_release  # noqa: E402
-from clirmatrix.pipeline.tools.validate import validate  # noqa: E402
+from clirmatrix.pipeline.output import layout
+from clirmatrix.pipeline.output.jsonl import walk_release
+from clirmatrix.pipeline.tools.validate import validate
 
 QUERY_EDITS = ("relabel", "label-range", "swap", "dup-result", "orjson-spacing", "key-order", "text-id", "leading-zero", "crlf", "escape-case")
 DOCS_EDITS = ("docs-tab", "docs-cr", "docs-empty", "docs-bytes", "docs-dup")

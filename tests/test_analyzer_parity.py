@@ -1,8 +1,8 @@
 """Every analyzer chain against Lucene itself, token for token, on real text (issue 15).
 
 Elasticsearch 8 builds each chain of ``Analyzer.spec`` from Lucene 9 classes; the Java
-harness ``java/LuceneAnalyze.java`` builds the same classes from the same spec (Lucene
-9.9.1 from the Anserini jar, see ``lucene_jar``), and one JVM analyzes every text below
+harness ``bench/support/java/LuceneAnalyze.java`` builds the same classes from the same spec (Lucene
+9.9.1 from the Anserini jar, see ``support.lucene_jar``), and one JVM analyzes every text below
 through every chain. Without a JDK 21+ the Lucene tests skip and say why.
 
 Texts: the real samples in shared/fixtures (Wikidata labels, descriptions, aliases and
@@ -33,9 +33,9 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, REPO, real_fixture
+from support import lucene_jar
 
 from clirmatrix.pipeline.engines import analyzers as an
-from clirmatrix.pipeline.engines import lucene_jar
 
 # Real words (from the gettext catalogs of a Debian machine) that Lucene 9's Snowball
 # stems unlike PyStemmer 3.1 (Snowball 3.1) or unlike PyStemmer 2.2's plain german:

@@ -17,10 +17,10 @@ import unicodedata
 
 import pytest
 from conftest import REPO
+from support import lucene_jar
 from test_analyzer_parity import lucene_tokens
 
 from clirmatrix.pipeline.engines import analyzers as an
-from clirmatrix.pipeline.engines import lucene_jar
 from clirmatrix.pipeline.tools.compose import DEFAULT_IMAGE
 
 # The JDK that Elasticsearch 8 minor releases bundle (``bundled_jdk`` in their

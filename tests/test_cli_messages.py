@@ -217,7 +217,8 @@ def short_model(tmp_path_factory):
     pytest.importorskip("torch", reason="the trainer needs the train extra")
     pytest.importorskip("transformers", reason="the trainer needs the train extra")
     pytest.importorskip("ir_measures", reason="the trainer needs the train extra")
-    from clirmatrix.models.toy import build_tiny_backbone, write_toy_release
+    from support.toy import build_tiny_backbone, write_toy_release
+
     from clirmatrix.pipeline.output.jsonl import iter_docs
 
     root = tmp_path_factory.mktemp("short")
@@ -381,7 +382,7 @@ def _clirmatrix(*args: str, **options):
 @pytest.fixture(scope="module")
 def toy_release(tmp_path_factory):
     """A small release (en, de): what export, download and report read."""
-    from clirmatrix.models.toy import write_toy_release
+    from support.toy import write_toy_release
 
     root = tmp_path_factory.mktemp("toy") / "release"
     write_toy_release(root, langs=("en", "de"), entities=120, splits={"train": 60, "dev": 20, "test1": 20})

@@ -105,7 +105,7 @@ def test_pyserini_round_trips_and_anserini_indexes_and_searches_it(build, tmp_pa
         assert topics == _queries(build, item)
         qrels = [(q.query_id, q.doc_id, q.relevance) for q in ir_measures.read_trec_qrels(str(to / "qrels" / f"{stem}.txt"))]
         assert qrels == _triples(build, item)
-    from clirmatrix.pipeline.engines import lucene_jar
+    from support import lucene_jar
 
     reason = lucene_jar.available()
     if reason:

@@ -17,17 +17,13 @@ from __future__ import annotations
 import gzip
 import random
 import struct
-import sys
 import zlib
 
+import cross_cpu_bench as cross
+import gzip_encoder_bench
 import pytest
-from conftest import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
-import cross_cpu_bench as cross  # noqa: E402
-import gzip_encoder_bench  # noqa: E402
-
-from clirmatrix.pipeline.output.gzip_encoder import CHUNK, HEADER, GzipEncoder, gzip_bytes  # noqa: E402
+from clirmatrix.pipeline.output.gzip_encoder import CHUNK, HEADER, GzipEncoder, gzip_bytes
 
 CORPUS = cross.small_corpus()
 TEXTS = [text for _, text in CORPUS]

@@ -1,4 +1,5 @@
-"""The floors inside ``pipeline/`` (docs/architecture.md): a module imports from its own floor or below, never in a loop.
+"""The floors inside ``pipeline/`` (docs/architecture.md): a module imports from its own floor or below, never in a loop;
+and bench/'s scripts and its support package (bench/support/) import one another one way only.
 
 Every import counts, at the top of a module, inside a function (imported when it runs)
 or under ``TYPE_CHECKING`` (read by the type checker): each is a dependency of the
@@ -16,20 +17,31 @@ from conftest import REPO
 PACKAGE = "clirmatrix.pipeline"
 # pipeline's floors, lowest first: a top-level module (errors.py) or a subpackage (io/) each.
 FLOORS = ("errors", "settings", "io", "engines", "method", "formats", "output", "config", "tools")
+BENCH_OUTPUT = "out"  # bench/out/: what the benches write (git ignores it), not modules of bench/
 
 
-def _modules(root: Path) -> dict[str, Path]:
-    """Every module of pipeline/ by its dotted name (a package by its ``__init__.py``)."""
+def _modules(root: Path, package: str = PACKAGE) -> dict[str, Path]:
+    """Every module under ``root`` by its dotted name (a package by its ``__init__.py``): pipeline/'s under ``clirmatrix.pipeline``,
+    bench/'s (``package=""``) as the scripts import them, by file name (``part_floors``, ``support.toy``); bench/out/ (outputs) left out."""
     modules = {}
     for path in sorted(root.rglob("*.py")):
         parts = path.relative_to(root).with_suffix("").parts
+        if not package and parts[0] == BENCH_OUTPUT:
+            continue
         parts = parts[:-1] if parts[-1] == "__init__" else parts
-        modules[".".join((PACKAGE, *parts))] = path
+        modules[".".join((package, *parts) if package else parts)] = path
     return modules
 
 
+def _module_of(target: str, modules: dict[str, Path]) -> str | None:
+    """The module that ``target`` names or lies in (``a.b.NAME``: ``a.b``), or None when it is not one of ``modules``."""
+    while target and target not in modules:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[int, str]]:
-    """(line, module of pipeline/) of each import in ``path``, wherever it stands; ``from a import b`` names ``a.b`` when that is a module."""
+    """(line, name within ``modules``) of each import in ``path``, wherever it stands; ``from a import b`` names ``a.b`` when that is a module."""
     found = []
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
@@ -40,7 +52,7 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[int,
             targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
         else:
             continue
-        found += [(node.lineno, target) for target in targets if target == PACKAGE or target.startswith(PACKAGE + ".")]
+        found += [(node.lineno, target) for target in targets if _module_of(target, modules)]
     return found
 
 
@@ -53,14 +65,13 @@ def _floor(module: str) -> int:
     return FLOORS.index(top)
 
 
-def _graph(root: Path) -> tuple[dict[str, Path], dict[str, dict[str, int]]]:
-    """The modules and, for each, the modules of pipeline/ it imports (with the line of the first such import)."""
-    modules = _modules(root)
+def _graph(root: Path, package: str = PACKAGE) -> tuple[dict[str, Path], dict[str, dict[str, int]]]:
+    """The modules and, for each, the modules among them it imports (with the line of the first such import)."""
+    modules = _modules(root, package)
     edges: dict[str, dict[str, int]] = {name: {} for name in modules}
     for name, path in modules.items():
         for line, target in _imports(name, path, modules):
-            while target not in modules:  # a name inside a module: the module
-                target = target.rpartition(".")[0]
+            target = _module_of(target, modules)  # a name inside a module: the module
             if target != name:
                 edges[name].setdefault(target, line)
     return modules, edges
@@ -77,9 +88,9 @@ def upward_imports(root: Path) -> list[str]:
     ]
 
 
-def import_loops(root: Path) -> list[str]:
+def import_loops(root: Path, package: str = PACKAGE) -> list[str]:
     """Each loop of imports among the modules, one line each: its modules in order, with the line of every import."""
-    modules, edges = _graph(root)
+    modules, edges = _graph(root, package)
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -139,6 +150,12 @@ def test_no_modules_of_pipeline_import_each_other_in_a_loop():
     assert not loops, "import loops inside pipeline/:\n" + "\n".join(loops)
 
 
+def test_no_modules_of_bench_import_each_other_in_a_loop():
+    """A bench takes what it needs from another bench or from bench/support/, which never take it back (inside a function either)."""
+    loops = import_loops(REPO / "bench", package="")
+    assert not loops, "import loops inside bench/: move what both need to one side or to a module of its own\n" + "\n".join(loops)
+
+
 def test_the_floors_are_those_docs_architecture_md_gives():
     order = "floors, lowest first: " + " -> ".join(FLOORS)
     assert order in " ".join((REPO / "docs" / "architecture.md").read_text(encoding="utf-8").split()).replace("`", ""), f"docs/architecture.md does not say {order!r}"
@@ -163,6 +180,22 @@ def test_the_check_finds_an_upward_import_anywhere_and_a_loop(tmp_path):
     assert import_loops(root) == [
         "clirmatrix.pipeline.io.a (pipeline/io/a.py:3) -> clirmatrix.pipeline.method.b (pipeline/method/b.py:2) -> clirmatrix.pipeline.tools.c (pipeline/tools/c.py:1) -> clirmatrix.pipeline.io.a"
     ]
+
+
+def test_the_check_finds_a_loop_among_bench_scripts_through_imports_inside_functions(tmp_path):
+    """As bench/part_floors.py and propagate_bench.py were, each importing the other inside a function; bench/out/ is not read."""
+    root = tmp_path / "bench"
+    for folder in ("support", "out"):
+        (root / folder).mkdir(parents=True)
+    (root / "support" / "__init__.py").write_text("")
+    (root / "support" / "toy.py").write_text("import numpy\nfrom clirmatrix.pipeline.output import layout\n")
+    (root / "part_floors.py").write_text("from support import toy\n\n\ndef default_parts():\n    from propagate_bench import carry_part\n")
+    (root / "propagate_bench.py").write_text("import support.toy\n\n\ndef carry_part():\n    from part_floors import Part, plans\n")
+    (root / "out" / "part_floors.py").write_text("import propagate_bench\n")
+    modules, edges = _graph(root, package="")
+    assert sorted(modules) == ["part_floors", "propagate_bench", "support", "support.toy"]
+    assert edges["part_floors"] == {"support.toy": 1, "propagate_bench": 5} and edges["propagate_bench"] == {"support.toy": 1, "part_floors": 5}
+    assert import_loops(root, package="") == ["part_floors (bench/part_floors.py:5) -> propagate_bench (bench/propagate_bench.py:5) -> part_floors"]
 
 
 def test_what_moved_down_is_still_exported_where_it_was():

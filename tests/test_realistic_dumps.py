@@ -12,7 +12,6 @@ import gzip
 import io
 import json
 import re
-import sys
 import tarfile
 import zlib
 from pathlib import Path
@@ -20,14 +19,11 @@ from xml.etree import ElementTree
 
 import numpy as np
 import pytest
+import realistic_dumps as rd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-import realistic_dumps as rd  # noqa: E402
-
-from clirmatrix.pipeline.formats import enterprise_html, mediawiki_sql, mediawiki_xml  # noqa: E402
-from clirmatrix.pipeline.formats.wikidata import SitelinkFilter  # noqa: E402
-from clirmatrix.pipeline.io.badinput import FileReport  # noqa: E402
+from clirmatrix.pipeline.formats import enterprise_html, mediawiki_sql, mediawiki_xml
+from clirmatrix.pipeline.formats.wikidata import SitelinkFilter
+from clirmatrix.pipeline.io.badinput import FileReport
 
 ARTICLES = 200
 LINES_PER_MEMBER = 80

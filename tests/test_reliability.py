@@ -15,16 +15,14 @@ import sys
 import time
 from pathlib import Path
 
+import fuzz_bench
 import pytest
-from conftest import EVAL, REPO, TRAIN
+from conftest import EVAL, TRAIN
 
 from clirmatrix.cli import main
 from clirmatrix.pipeline.method.dumps import discover
 from clirmatrix.pipeline.output import layout
 from clirmatrix.pipeline.tools.loader import QuerySplit
-
-sys.path.insert(0, str(REPO / "bench"))
-import fuzz_bench  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,11 @@ torch = pytest.importorskip("torch", reason="reproduce trains: it needs the trai
 pytest.importorskip("transformers", reason="reproduce needs the train extra")
 pytest.importorskip("ir_measures", reason="reproduce needs the train extra")
 
+from support.toy import build_tiny_backbone, write_toy_release  # noqa: E402
+
 from clirmatrix.cli import main  # noqa: E402
 from clirmatrix.models.metrics import MIXED, PAPER_MULTI8_MM_BEAT_BM, PAPER_NDCG10, ResultRow, read_results  # noqa: E402
 from clirmatrix.models.reproduce import bi139_png, bi139_tsv, mixed_language_tsv, single_language_png, single_language_tsv  # noqa: E402
-from clirmatrix.models.toy import build_tiny_backbone, write_toy_release  # noqa: E402
 from clirmatrix.pipeline.method.languages import BI139_LANGUAGES, MULTI8_LANGUAGES  # noqa: E402
 from clirmatrix.pipeline.output.jsonl import iter_docs  # noqa: E402
 

@@ -19,11 +19,12 @@ torch = pytest.importorskip("torch", reason="the trainer needs the train extra (
 pytest.importorskip("transformers", reason="the trainer needs the train extra")
 pytest.importorskip("ir_measures", reason="the trainer needs the train extra")
 
+from support.toy import build_tiny_backbone, write_toy_release  # noqa: E402
+
 from clirmatrix.models.arguments import TrainArguments  # noqa: E402
 from clirmatrix.models.evaluate import evaluate_mixed, evaluate_run, rerank  # noqa: E402
 from clirmatrix.models.metrics import NDCG10, evaluate_rankings  # noqa: E402
 from clirmatrix.models.recipes import recipe_class  # noqa: E402
-from clirmatrix.models.toy import build_tiny_backbone, write_toy_release  # noqa: E402
 from clirmatrix.models.train import RunDirError, run_training  # noqa: E402
 from clirmatrix.pipeline.output.jsonl import iter_docs, iter_queries  # noqa: E402
 from clirmatrix.pipeline.output.layout import query_file  # noqa: E402
@@ -669,8 +670,9 @@ def test_torch_compile_trains_the_same_model_and_scores_eagerly(toy, tmp_path):
 )
 def test_a_real_pretrained_model_learns_from_a_build(toy, tmp_path, capsys, model, settings, margin):
     """all-MiniLM-L6-v2 as --init, fine-tuned on the toy build: test1 nDCG@10 rises above its zero-shot score and above BM25's order."""
+    from support.toy import pretrained_minilm
+
     from clirmatrix.models.evaluate import bm25_order
-    from clirmatrix.models.toy import pretrained_minilm
     from clirmatrix.pipeline.io.localio import PypiFetchError
 
     try:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import mwparserfromhell
 import pytest
+import xml_vs_html_bench as both_paths  # the bench's measure, on the fixtures
 
 from clirmatrix.pipeline.formats import mediawiki_xml
 from clirmatrix.pipeline.io.badinput import FileReport
@@ -15,8 +15,6 @@ from clirmatrix.pipeline.method.wikitext import WikitextConverter
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wikitext"
 DUMPS = sorted(FIXTURES.glob("*.xml"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import xml_vs_html_bench as both_paths  # noqa: E402 - the bench's measure, on the fixtures
 
 MARKUP = re.compile(r"\{\{|\}\}|\[\[|\]\]|<ref|</?div|\{\||\|\}|\|-|''")
 

@@ -38,9 +38,9 @@ Unicode is not 15.1 (``lowercase_corrections``). Identical to Lucene on every co
 Unicode 15.1 assigns (``tests/test_analyzer_unicode.py``); a JDK of Unicode 16 (ES 8.18
 on) also keeps Unicode 16's 4,433 new ones, which this does not (docs/analyzers.md).
 
-Checked against Lucene 9.9.1 itself (the Anserini 1.7.1 jar that ``lucene_jar`` finds;
-Elasticsearch 8 runs Lucene 9), each chain built from ``spec`` by
-``java/LuceneAnalyze.java`` as ES builds it: on 1.7 million real texts in 200 languages
+Checked against Lucene 9.9.1 itself (the Anserini 1.7.1 jar that the test support
+``bench/support/lucene_jar.py`` finds; Elasticsearch 8 runs Lucene 9), each chain built from
+``spec`` by ``bench/support/java/LuceneAnalyze.java`` as ES builds it: on 1.7 million real texts in 200 languages
 (the Wikidata fixtures and the gettext catalogs of a Debian machine) and on the sample
 dumps, every language's chain gives Lucene's tokens, and so do ``plain`` and ``bigram``
 on all of them. ``tests/test_analyzer_parity.py`` repeats this on the fixtures and the sample

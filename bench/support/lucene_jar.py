@@ -4,9 +4,9 @@ The embedded engine promises Lucene's analysis and Lucene's BM25 (Elasticsearch 
 runs Lucene 9). The way to hold it to that is to run Lucene: the Anserini 1.7.1 fat
 jar (Lucene 9.9.1 with its analysis modules) ships inside the pyserini 1.6.0 source
 distribution on PyPI, so ``anserini_jar`` fetches that one file with ``pip download``
-(no dependencies) into a cache. Our Java harnesses (``java/*.java``, our own code)
+(no dependencies) into a cache. Our Java harnesses (``java/*.java`` beside this module, our own code)
 are compiled against it on first use. Tests and ``bench/engine_bench.py --lucene`` use
-this module; without a JDK 21+ they skip and say why.
+this module (test and bench support, not part of clirmatrix); without a JDK 21+ they skip and say why.
 """
 
 from __future__ import annotations
