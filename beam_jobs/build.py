@@ -247,7 +247,7 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = (), marked: list[
 
 def _input_counts(summaries: dict[str, Summary]) -> dict[str, dict]:
     """Per language (and for Wikidata) what the readers met: records, and bad records by kind."""
-    counts = {lang: {"records": entry["records"], "rejected": entry["rejected"]} for lang, entry in summaries[ExtractDocs.name].languages.items()}
+    counts = {lang: {"records": entry.records, "rejected": entry.rejected} for lang, entry in summaries[ExtractDocs.name].languages.items()}
     sitelinks = summaries[ExtractSitelinks.name]
     counts["wikidata"] = {"records": sitelinks.entities_read, "rejected": sitelinks.rejected}
     return counts
@@ -269,9 +269,9 @@ def _counts(summaries: dict[str, Summary]) -> dict:
     links = summaries[LinkEntities.name].languages
     per_lang = {
         lang: {
-            "docs": entry["docs"],
-            "linked": links[lang]["linked_wikidata"] + links[lang]["linked_dump"],
-            "queries_without_hits": retrieval[lang]["queries_without_hits"],
+            "docs": entry.docs,
+            "linked": links[lang].linked_wikidata + links[lang].linked_dump,
+            "queries_without_hits": retrieval[lang].queries_without_hits,
         }
         for lang, entry in summaries[ExtractDocs.name].languages.items()
     }

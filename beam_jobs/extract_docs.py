@@ -47,7 +47,7 @@ from clirmatrix.pipeline.method.languages import is_unspaced
 from clirmatrix.pipeline.method.truncate import DEFAULT_MAX_CHARS, DEFAULT_MAX_TOKENS, rule_for
 from clirmatrix.pipeline.method.truncate_arrow import truncate_array
 from clirmatrix.schemas import DOCS
-from clirmatrix.schemas.contracts import DocsLanguageReport, DocsSummary, Summary
+from clirmatrix.schemas.contracts import DocsLanguage, DocsLanguageReport, DocsSummary, Summary
 
 LOG = logging.getLogger("clirmatrix")
 DUPLICATE_ID = "duplicate_id"
@@ -396,7 +396,7 @@ class ExtractDocs(Stage):
         summary = _summarise(summaries, self.settings, self.name)
         for lang, entry in summary.dropped.items():
             fileio.remove_tree(fileio.join(self.stage_dir, lang))
-            LOG.warning("%s dropped: %s documents, fewer than --min-docs %s", lang, f"{entry['docs']:,}", f"{self.settings.min_docs:,}")
+            LOG.warning("%s dropped: %s documents, fewer than --min-docs %s", lang, f"{entry.docs:,}", f"{self.settings.min_docs:,}")
         return summary
 
 
@@ -409,13 +409,13 @@ def _summarise(summaries: list[DocsLanguageReport], settings: DocsSettings, stag
             rejected.update(unit["report"]["rejected"])
         if s.duplicates:
             filtered[DUPLICATE_ID] += s.duplicates
-        entry = {
-            "docs": s.docs,
-            "records": sum(unit["report"]["records"] for unit in s.units),
-            "filtered": dict(sorted(filtered.items())),
-            "rejected": dict(sorted(rejected.items())),
-            "files": [fileio.basename(unit["report"]["file"]) for unit in s.units],
-        }
+        entry = DocsLanguage(
+            docs=s.docs,
+            records=sum(unit["report"]["records"] for unit in s.units),
+            filtered=dict(sorted(filtered.items())),
+            rejected=dict(sorted(rejected.items())),
+            files=[fileio.basename(unit["report"]["file"]) for unit in s.units],
+        )
         if s.dropped:
             dropped[s.lang] = entry
         else:

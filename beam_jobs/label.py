@@ -20,7 +20,7 @@ from clirmatrix.beam_jobs.stages import Stage, Step, run_job
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.method.corpus import Folders
 from clirmatrix.pipeline.method.labels import label_block
-from clirmatrix.schemas.contracts import BlockTask, LabelReport, LabelSummary, Summary, Unit, language_plans
+from clirmatrix.schemas.contracts import BlockTask, LabelLanguage, LabelReport, LabelSummary, Summary, Unit, language_plans
 
 
 class Label(Stage):
@@ -49,7 +49,7 @@ class Label(Stage):
             labels = Counter()
             for report in mine:
                 labels.update(report.labels)
-            languages[plan.lang] = {"lang": plan.lang, "queries": sum(r.queries for r in mine), "labels": dict(sorted(labels.items())), "plan": plan.to_dict()}
+            languages[plan.lang] = LabelLanguage(plan.lang, sum(r.queries for r in mine), dict(sorted(labels.items())), plan)
         return LabelSummary(stage=self.name, languages=languages)
 
 

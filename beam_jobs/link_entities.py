@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict
 
-from clirmatrix.beam_jobs.stages import Stage, Step, run_job
+from clirmatrix.beam_jobs.stages import Stage, Step, run_job, sum_fields
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.method.corpus import Folders
@@ -53,9 +52,8 @@ class LinkEntities(Stage):
         return write_links(self.work_root, lang, self.work.page_props_dir(lang))
 
     def summarise(self, upstream: dict[str, Summary], reports: dict[str, LinkReport]) -> LinkSummary:
-        stats = {report.lang: asdict(report) for report in reports.values()}
-        totals = {key: sum(s[key] for s in stats.values()) for key in _TOTALS}
-        return LinkSummary(stage=self.name, languages=dict(sorted(stats.items())), totals=totals)
+        languages = {report.lang: report for report in sorted(reports.values(), key=lambda report: report.lang)}
+        return LinkSummary(stage=self.name, languages=languages, totals=sum_fields(languages.values(), _TOTALS))
 
 
 def run(argv: Sequence[str] | None = None) -> dict:

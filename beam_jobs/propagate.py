@@ -19,7 +19,7 @@ from clirmatrix.beam_jobs.stages import Stage, Step, run_job
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.method.corpus import Folders
 from clirmatrix.pipeline.method.propagation import propagate_block, write_doc_links
-from clirmatrix.schemas.contracts import CarryReport, CarryTask, LanguagePlan, PairingReport, PairingTask, PropagationSummary, Summary, Unit, language_plans
+from clirmatrix.schemas.contracts import CarryReport, CarryTask, LanguagePlan, PairingReport, PairingTask, PropagationLanguage, PropagationSummary, Summary, Unit, language_plans
 
 
 class Propagate(Stage):
@@ -69,7 +69,7 @@ class Propagate(Stage):
             for tgt in plans:
                 if tgt.lang != plan.lang:
                     directions[tgt.lang] = {key: sum(r.directions[tgt.lang][key] for r in blocks) for key in ("queries", "labels")}
-            languages[plan.lang] = {"lang": plan.lang, "queries": plan.docs, "directions": directions, "plan": plan.to_dict()}
+            languages[plan.lang] = PropagationLanguage(plan.lang, plan.docs, directions, plan)
         return PropagationSummary(stage=self.name, languages=languages)
 
 

@@ -16,7 +16,7 @@ import logging
 import os
 from collections.abc import Sequence
 
-from clirmatrix.beam_jobs.stages import Stage, Step, run_job, sum_reports
+from clirmatrix.beam_jobs.stages import Stage, Step, run_job, sum_fields
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.io import fileio
@@ -68,7 +68,7 @@ class Retrieve(Stage):
 
     def plans(self, upstream: dict[str, Summary]) -> list[LanguagePlan]:
         linked = upstream[Folders.entity_docs].languages
-        return [self.settings.plan(lang, linked[lang]["docs"]) for lang in sorted(linked) if not self.langs or lang in self.langs]
+        return [self.settings.plan(lang, linked[lang].docs) for lang in sorted(linked) if not self.langs or lang in self.langs]
 
     def plan(self, upstream: dict[str, Summary]) -> list[Unit]:
         return retrieval.plan_units(self.plans(upstream), self.settings)
@@ -81,7 +81,7 @@ class Retrieve(Stage):
             fileio.remove_tree(fileio.join(self.stage_dir, scratch))
         plans = self.plans(upstream)
         languages = retrieval.summarise(plans, reports, self.settings)
-        totals = sum_reports(languages.values(), ("docs", "queries", "queries_without_hits", "hits"))
+        totals = sum_fields(languages.values(), ("docs", "queries", "queries_without_hits", "hits"))
         return RetrievalSummary(stage=self.name, settings=self.settings.fingerprint_parts(), languages=languages, totals=totals)
 
 

@@ -219,6 +219,7 @@ class StageLog:
         return fileio.read_json(path).get("seconds") if fileio.exists(path) else None
 
 
-def sum_reports(reports: Iterable[dict], keys: Sequence[str]) -> dict[str, int]:
-    reports = list(reports)
-    return {key: sum(report.get(key, 0) for report in reports) for key in keys}
+def sum_fields(records: Iterable[object], names: Sequence[str]) -> dict[str, int]:
+    """Each named field summed over ``records`` (reports, or a summary's language entries)."""
+    records = list(records)
+    return {name: sum(getattr(record, name) for record in records) for name in names}

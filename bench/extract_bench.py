@@ -192,7 +192,7 @@ def main() -> None:
 
         def job(dumps=found.docs, target=out / name, expected=args.docs, beam_args=beam_args, workers=workers) -> None:
             summary = ExtractDocs(str(target), dumps, settings).run(beam_args, workers)  # into target/docs
-            assert summary.languages["en"]["docs"] == expected
+            assert summary.languages["en"].docs == expected
 
         seconds, cpu[name] = median_run(args.runs, job)
         results[name], cores[name] = args.docs / seconds, workers

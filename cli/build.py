@@ -38,21 +38,19 @@ def _print_extract_summary(result, out_dir: str) -> None:
         table.add_column(column, justify="left" if column == "lang" else "right")
     links = result.entity_docs.languages
     for lang, docs in result.docs.languages.items():
-        link = links.get(lang, {})
+        link = links.get(lang)
+        linked = (link.linked_wikidata, link.linked_dump, link.disagreements, link.unlinked) if link else (0, 0, 0, 0)
         table.add_row(
             lang,
-            f"{docs['docs']:,}",
-            f"{sum(docs['filtered'].values()):,}",
-            f"{sum(docs['rejected'].values()):,}",
+            f"{docs.docs:,}",
+            f"{sum(docs.filtered.values()):,}",
+            f"{sum(docs.rejected.values()):,}",
             f"{result.sitelinks.languages.get(lang, 0):,}",
-            f"{link.get('linked_wikidata', 0):,}",
-            f"{link.get('linked_dump', 0):,}",
-            f"{link.get('disagreements', 0):,}",
-            f"{link.get('unlinked', 0):,}",
+            *(f"{count:,}" for count in linked),
         )
     console.print(table)
     for lang, entry in result.docs.dropped.items():
-        console.print(f"[yellow]dropped[/] {lang}: {entry['docs']:,} documents < --min-docs")
+        console.print(f"[yellow]dropped[/] {lang}: {entry.docs:,} documents < --min-docs")
     for note in result.notes:
         console.print(f"[yellow]note[/] {note}")
     console.print(_links_line(result.sitelinks, result.entity_docs.totals), highlight=False, soft_wrap=True)
@@ -86,9 +84,9 @@ def _print_build_summary(result) -> None:
     for lang, entry in docs.items():
         link, found = links[lang], retrieval[lang]
         table.add_row(
-            lang, f"{entry['records']:,}", f"{entry['docs']:,}", f"{sum(entry['rejected'].values()):,}",
-            f"{link['linked_wikidata'] + link['linked_dump']:,}", f"{found['queries']:,}",
-            f"{found['queries_without_hits']:,}", f"{found['queries_per_second'] or 0:,.0f}",
+            lang, f"{entry.records:,}", f"{entry.docs:,}", f"{sum(entry.rejected.values()):,}",
+            f"{link.linked_wikidata + link.linked_dump:,}", f"{found.queries:,}",
+            f"{found.queries_without_hits:,}", f"{found.queries_per_second or 0:,.0f}",
         )
     console.print(table)
     console.print(_links_line(result.summaries["extract_sitelinks"], result.summaries["link_entities"].totals), highlight=False, soft_wrap=True)
@@ -131,9 +129,9 @@ def _print_bad_input(result) -> None:
 
     docs_stage, sitelinks_stage = fileio.join(result.work, "docs"), fileio.join(result.work, "sitelinks")
     for lang, entry in result.summaries["extract_docs"].languages.items():
-        if entry["rejected"]:
-            kinds = ", ".join(f"{kind} {count:,}" for kind, count in entry["rejected"].items())
-            console.print(f"bad input {lang}: {kinds} (kept {entry['docs']:,} of {entry['records']:,} records; {fileio.join(docs_stage, '_reports', lang + '.json')})", highlight=False, soft_wrap=True)
+        if entry.rejected:
+            kinds = ", ".join(f"{kind} {count:,}" for kind, count in entry.rejected.items())
+            console.print(f"bad input {lang}: {kinds} (kept {entry.docs:,} of {entry.records:,} records; {fileio.join(docs_stage, '_reports', lang + '.json')})", highlight=False, soft_wrap=True)
     sitelinks = result.summaries["extract_sitelinks"]
     if sitelinks.rejected:
         kinds = ", ".join(f"{kind} {count:,}" for kind, count in sitelinks.rejected.items())

@@ -9,9 +9,10 @@ report, a frozen dataclass too (``Report``), which the worker stores as JSON und
 the unit's name with its type; the driver reads the reports back as their types
 to make the stage's summary, a frozen dataclass again (``Summary``): the stage's
 ``_SUCCESS.json``, its record in ``WORK/_stages/``, and what the build, the
-command line and the stages after it read. ``LanguagePlan`` is how one language
-is cut: every stage from retrieval on records it in its summary, and the next
-stage reads it back from there.
+command line and the stages after it read; a language's entry in it is a frozen
+dataclass too (``DocsLanguage``, ``RetrievalLanguage``, ...). ``LanguagePlan`` is
+how one language is cut: every stage from retrieval on records it in its summary
+(the ``plan`` of each language's entry), and the next stage reads it back from there.
 
 Everything here is plain data: picklable for the runner, comparable, and with
 no import above ``schemas/``.
@@ -19,7 +20,10 @@ no import above ``schemas/``.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields, is_dataclass
+from functools import cache
+from typing import ClassVar, get_args, get_origin, get_type_hints
 
 
 def even_bounds(n: int, parts: int) -> list[tuple[int, int]]:
@@ -71,7 +75,7 @@ class LanguagePlan:
 
 def language_plans(summary: RetrievalSummary | LabelSummary | PropagationSummary) -> list[LanguagePlan]:
     """The plans a stage's summary records, by language (every stage after retrieval keeps retrieval's blocks)."""
-    return [LanguagePlan.from_dict(entry["plan"]) for _, entry in sorted(summary.languages.items())]
+    return [entry.plan for _, entry in sorted(summary.languages.items())]
 
 
 @dataclass(frozen=True, order=True)
@@ -240,8 +244,25 @@ def read_typed_report(value: dict) -> Report:
 
 
 def _as(kind: type, value: dict):
-    """``value`` (a stored dataclass) as ``kind``: its fields taken by name, the stored type's name left out."""
-    return kind(**{f.name: value[f.name] for f in fields(kind) if f.name in value})
+    """``value`` (a stored dataclass) as ``kind``: its fields taken by name (a dataclass among them read back as its type), the stored type's name left out."""
+    return kind(**{name: value[name] if read is None else read(value[name]) for name, read in _field_readers(kind).items() if name in value})
+
+
+@cache
+def _field_readers(kind: type) -> dict[str, Callable[[object], object] | None]:
+    """Each field of ``kind`` with how its stored value reads back: None for plain JSON values (kept as stored)."""
+    hints = get_type_hints(kind)
+    return {f.name: _reader(hints[f.name]) for f in fields(kind)}
+
+
+def _reader(hint: object) -> Callable[[object], object] | None:
+    """How a stored value of type ``hint`` reads back: a dataclass, or a mapping of dataclasses by name, as their type; None for anything else."""
+    if is_dataclass(hint):
+        return lambda value: _as(hint, value)
+    if get_origin(hint) is dict and is_dataclass(get_args(hint)[1]):
+        item = get_args(hint)[1]
+        return lambda value: {key: _as(item, entry) for key, entry in value.items()}
+    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -469,40 +490,57 @@ _REPORT_KINDS = {
 
 
 # The summaries of the stages: what each finished stage says of its work as a whole.
-# A language's entry stays a plain mapping of counts (its keys are listed beside it).
+# A language's entry is a frozen dataclass of its own (the link stage's, the language's
+# ``LinkReport``); from retrieval on it holds the language's ``LanguagePlan``.
 
 SUMMARY_TYPE = "summary_type"  # the key of a stored summary that names its type
+SUMMARY_SHAPE = "summary_shape"  # the key of a stored summary that names its type's shape (``Summary.shape``); none: 1
 
 
 class StaleSummaryError(ValueError):
-    """A summary written before summaries were typed (an older clirmatrix): its stage must run again."""
+    """A summary written by an older clirmatrix (without a type, or of an earlier shape of its type): its stage must run again."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Summary:
-    """A finished stage's summary; stored as JSON with its type's name (``SUMMARY_TYPE``) so that it reads back as that type."""
+    """A finished stage's summary; stored as JSON with its type's name (``SUMMARY_TYPE``) and shape (``SUMMARY_SHAPE``) so that it reads back as that type."""
 
+    # The shape of the stored summary, raised with what its type holds: one stored with
+    # another reads as unfinished. 2: language entries typed, where 1 kept mappings.
+    shape: ClassVar[int] = 1
     stage: str  # the stage's name
 
     def to_dict(self) -> dict:
-        return {SUMMARY_TYPE: type(self).__name__, **asdict(self)}
+        return {SUMMARY_TYPE: type(self).__name__, SUMMARY_SHAPE: self.shape, **asdict(self)}
 
 
 def read_summary(value: dict, where: str = "") -> Summary:
-    """A summary as ``Summary.to_dict`` stored it, as its own type; ``StaleSummaryError`` for one without a type."""
+    """A summary as ``Summary.to_dict`` stored it, as its own type; ``StaleSummaryError`` for one without a type or of another shape."""
     kind = _SUMMARY_KINDS.get(value.get(SUMMARY_TYPE, ""))
-    if kind is None:
+    if kind is None or value.get(SUMMARY_SHAPE, 1) != kind.shape:
         raise StaleSummaryError(f"{where or 'a stage summary'} was written by an older clirmatrix; run that stage again")
     return _as(kind, value)
 
 
+@dataclass(frozen=True)
+class DocsLanguage:
+    """A language's documents extracted: kept after repeated ids are dropped, records read, filtered and rejected (bad input) by kind, and its dump files."""
+
+    docs: int
+    records: int
+    filtered: dict[str, int]
+    rejected: dict[str, int]
+    files: list[str]  # the dump files' names
+
+
 @dataclass(frozen=True, kw_only=True)
 class DocsSummary(Summary):
-    """extract_docs: per kept language docs, records, filtered and rejected by kind, files; ``dropped`` likewise."""
+    """extract_docs: each kept language's ``DocsLanguage``; ``dropped`` likewise."""
 
+    shape: ClassVar[int] = 2
     settings: dict
-    languages: dict[str, dict]
-    dropped: dict[str, dict]  # languages below --min-docs
+    languages: dict[str, DocsLanguage]
+    dropped: dict[str, DocsLanguage]  # languages below --min-docs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -522,33 +560,74 @@ class SitelinksSummary(Summary):
 
 @dataclass(frozen=True, kw_only=True)
 class LinkSummary(Summary):
-    """link_entities: each language's ``LinkReport`` counts, and their totals."""
+    """link_entities: each language's ``LinkReport``, and their totals."""
 
-    languages: dict[str, dict]
+    shape: ClassVar[int] = 2
+    languages: dict[str, LinkReport]
     totals: dict[str, int]
+
+
+@dataclass(frozen=True)
+class RetrievalLanguage:
+    """A language's titles searched: its plan (and its documents, shards and blocks), queries, queries without hits, hits, seconds and queries/s."""
+
+    lang: str
+    docs: int
+    shards: int
+    blocks: int
+    plan: LanguagePlan
+    queries: int
+    queries_without_hits: int
+    hits: int
+    index_seconds: float
+    search_seconds: float
+    queries_per_second: float | None  # per core: the queries over all shards' search time; None: no search time measured
 
 
 @dataclass(frozen=True, kw_only=True)
 class RetrievalSummary(Summary):
-    """retrieve: per language docs, shards, blocks, plan, queries, queries without hits, hits, seconds and queries/s."""
+    """retrieve: each language's ``RetrievalLanguage``, and the totals of its counts."""
 
+    shape: ClassVar[int] = 2
     settings: dict
-    languages: dict[str, dict]
+    languages: dict[str, RetrievalLanguage]
     totals: dict[str, int]
+
+
+@dataclass(frozen=True)
+class LabelLanguage:
+    """A language's queries labelled: how many, its documents by label ("1".."6"), and its plan."""
+
+    lang: str
+    queries: int
+    labels: dict[str, int]
+    plan: LanguagePlan
 
 
 @dataclass(frozen=True, kw_only=True)
 class LabelSummary(Summary):
-    """label: per language its queries, its documents by label ("1".."6") and its plan."""
+    """label: each language's ``LabelLanguage``."""
 
-    languages: dict[str, dict]
+    shape: ClassVar[int] = 2
+    languages: dict[str, LabelLanguage]
+
+
+@dataclass(frozen=True)
+class PropagationLanguage:
+    """A language's labels carried: its queries, per target language the queries and labels carried, and its plan."""
+
+    lang: str
+    queries: int
+    directions: dict[str, dict[str, int]]  # target -> {"queries": ..., "labels": ...}
+    plan: LanguagePlan
 
 
 @dataclass(frozen=True, kw_only=True)
 class PropagationSummary(Summary):
-    """propagate: per language its queries, per target language the queries and labels carried, and its plan."""
+    """propagate: each language's ``PropagationLanguage``."""
 
-    languages: dict[str, dict]
+    shape: ClassVar[int] = 2
+    languages: dict[str, PropagationLanguage]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -175,7 +175,7 @@ def test_docs_files_hold_every_document_once(built):
     out, result, _ = built
     rows = gzip.decompress((out / "DOCS" / "ja.tsv.gz").read_bytes()).decode().splitlines()
     ids = [row.split("\t", 1)[0] for row in rows]
-    assert len(ids) == len(set(ids)) == result.summaries["extract_docs"].languages["ja"]["docs"]
+    assert len(ids) == len(set(ids)) == result.summaries["extract_docs"].languages["ja"].docs
     assert all(row.count("\t") == 1 for row in rows)
     full = gzip.decompress((out / "DOCS-FULL" / "ja.tsv.gz").read_bytes()).decode().splitlines()
     assert [row.split("\t", 1)[0] for row in full] == ids

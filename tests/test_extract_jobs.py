@@ -42,19 +42,19 @@ def test_every_article_is_extracted_once_with_its_page_id(extracted):
         rows = docs_of(work, lang)
         expected = {e.doc_ids[lang]: e.titles[lang] for e in world.entities if lang in e.langs}
         assert {r["doc_id"]: r["title"] for r in rows} == expected, lang
-        assert len(rows) == len(expected) == result.docs.languages[lang]["docs"]
+        assert len(rows) == len(expected) == result.docs.languages[lang].docs
 
 
 def test_filters_duplicates_and_bad_records_are_counted(extracted):
     _, result, world = extracted
     for lang in SAMPLE_LANGS:
         entry = result.docs.languages[lang]
-        assert entry["rejected"] == {world.bad_records[lang]: 1}, lang  # the one broken record the generator put in each dump
-        assert entry["filtered"]["other_namespace"] > 0
+        assert entry.rejected == {world.bad_records[lang]: 1}, lang  # the one broken record the generator put in each dump
+        assert entry.filtered["other_namespace"] > 0
         if lang != "fr":
-            assert entry["filtered"]["duplicate_id"] == 1
-    assert result.docs.languages["ar"]["filtered"]["redirect"] > 0
-    assert result.docs.languages["fr"]["filtered"]["redirect"] > 0
+            assert entry.filtered["duplicate_id"] == 1
+    assert result.docs.languages["ar"].filtered["redirect"] > 0
+    assert result.docs.languages["fr"].filtered["redirect"] > 0
 
 
 def test_text_is_truncated_and_the_full_text_kept(extracted):
@@ -89,9 +89,9 @@ def test_entity_links_match_wikidata_and_fall_back_to_the_dump(extracted):
             if missing_lang == lang:
                 assert by_source[qid] == ("dump" if lang != "fr" else None), (qid, lang)
     stats = result.entity_docs.languages
-    assert stats["en"]["linked_dump"] == sum(1 for _, lang in world.missing_sitelinks if lang == "en") > 0
+    assert stats["en"].linked_dump == sum(1 for _, lang in world.missing_sitelinks if lang == "en") > 0
     wrong = sum(1 for qid, lang in world.wrong_items if lang == "en" and (qid, lang) not in world.missing_sitelinks)
-    assert stats["en"]["disagreements"] == wrong > 0
+    assert stats["en"].disagreements == wrong > 0
 
 
 def test_sister_project_sitelinks_are_not_taken(extracted):
@@ -174,7 +174,7 @@ def test_duplicates_across_part_files_keep_the_first(tmp_path):
     rows = docs_of(tmp_path, "sv")
     assert sorted(int(r["doc_id"]) for r in rows) == list(range(100))
     assert {r["title"] for r in rows if 50 <= int(r["doc_id"]) < 60} == {f"first{i}" for i in range(50, 60)}
-    assert summary.languages["sv"]["filtered"]["duplicate_id"] == 10
+    assert summary.languages["sv"].filtered["duplicate_id"] == 10
 
 
 def test_too_much_bad_input_fails_without_marking_the_stage_done(sample, tmp_path):

@@ -119,13 +119,13 @@ def test_fresh_inputs_build_end_to_end_with_links_from_items_per_site_records_an
     links = result.entity_docs.languages
     for lang in LANGS:
         members = sum(lang in e.langs for e in world.entities)
-        assert links[lang]["linked_wikidata"] + links[lang]["linked_dump"] == members
-        assert links[lang]["unlinked"] == 0
+        assert links[lang].linked_wikidata + links[lang].linked_dump == members
+        assert links[lang].unlinked == 0
     # Pages without a sitelink are linked by their own record (HTML) or their wiki's page_props (XML).
     missing = {lang: sum(1 for _, where in world.missing_sitelinks if where == lang) for lang in LANGS}
-    assert {lang: links[lang]["linked_dump"] for lang in LANGS} == missing
-    assert links["fr"]["page_props"] == sum("fr" in e.langs for e in world.entities)
-    assert sum(links[lang]["disagreements"] for lang in LANGS) == len([1 for _, lang in world.wrong_items if lang != "fr"])
+    assert {lang: links[lang].linked_dump for lang in LANGS} == missing
+    assert links["fr"].page_props == sum("fr" in e.langs for e in world.entities)
+    assert sum(links[lang].disagreements for lang in LANGS) == len([1 for _, lang in world.wrong_items if lang != "fr"])
     entity_docs = pq.read_table(tmp_path / "work" / "entity_docs" / "fr.parquet").to_pylist()
     truth = {(e.qid, e.doc_ids["fr"]) for e in world.entities if "fr" in e.langs}
     assert {(row["entity"], row["doc_id"]) for row in entity_docs} == truth
@@ -146,7 +146,7 @@ def test_links_from_the_records_alone_need_no_wikidata_dump(fresh, tmp_path):
     for lang in LANGS:
         link = result.entity_docs.languages[lang]
         wrong = sum(1 for _, where in world.wrong_items if where == lang)  # pages whose record names Q42: the first keeps it
-        assert link["linked_wikidata"] == 0 and link["unlinked"] == max(0, wrong - 1)
+        assert link.linked_wikidata == 0 and link.unlinked == max(0, wrong - 1)
 
 
 def _rows(folder, lang: str) -> list[dict]:
@@ -165,7 +165,7 @@ def test_a_dump_read_in_ranges_gives_the_same_documents_whatever_the_split(fresh
         out = tmp_path / f"work-{split}" / "docs"
         summary = ExtractDocs(str(out.parent), found.docs, DocsSettings(min_docs=10, max_bad_fraction=0.01, split_bytes=split)).run(workers=1)
         results[split] = _rows(out, lang)
-        assert summary.languages[lang]["docs"] == sum(lang in e.langs for e in world.entities)
+        assert summary.languages[lang].docs == sum(lang in e.langs for e in world.entities)
     assert len(list((tmp_path / f"work-{splits[0]}" / "docs" / lang).glob("*.parquet"))) >= ranges
     assert results[splits[0]] == results[splits[1]] == results[splits[2]]  # every column, positions included
     if lang == "zh":  # the index itself was made in parts at the smaller splits, and in one at the largest
@@ -231,7 +231,7 @@ def test_real_enterprise_records_go_through_the_docs_stage(tmp_path):
         archive.addfile(info, io.BytesIO(data))
     found = dumps.discover(str(dump.parent))
     summary = ExtractDocs(str(tmp_path), found.docs, DocsSettings(min_docs=1)).run()
-    assert summary.languages["en"]["docs"] == len(records) and not summary.languages["en"]["rejected"]
+    assert summary.languages["en"].docs == len(records) and not summary.languages["en"].rejected
     rows = _rows(tmp_path / "docs", "en")
     for row, line in zip(rows, records, strict=True):
         record = json.loads(line)

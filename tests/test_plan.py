@@ -16,7 +16,7 @@ def test_plan_counts_the_documents_the_build_keeps(sample, extracted):
     """On the sample dumps every language's documents are read and counted: exactly what the docs stage kept."""
     dumps, _ = sample
     _, result, _ = extracted
-    kept = {lang: entry["docs"] for lang, entry in result.docs.languages.items()}
+    kept = {lang: entry.docs for lang, entry in result.docs.languages.items()}
     inputs = plan.inputs_from_dumps(str(dumps))
     assert {lang.lang: lang.documents for lang in inputs.languages} == kept
     assert all(lang.counted for lang in inputs.languages)

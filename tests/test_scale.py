@@ -90,7 +90,7 @@ def test_sharded_retrieval_equals_unsharded_bit_for_bit(work_copy, built, shard_
     unsharded = _tables(Path(result.work) / "retrieval")
     langs = result.summaries["retrieve"].languages
     settings = RetrievalSettings(shard_docs=shard_docs, block_size=120, search_unit_queries=search_unit_queries)
-    plans = [settings.plan(lang, entry["docs"]) for lang, entry in langs.items()]
+    plans = [settings.plan(lang, entry.docs) for lang, entry in langs.items()]
     assert all(plan.shards >= 2 for plan in plans)
     units = retrieval.plan_units(plans, settings)
     # A search unit is one shard and at most max(1, search_unit_queries // block_size) blocks of queries.
@@ -482,7 +482,7 @@ def test_dumps_read_in_ranges_from_the_object_store_give_the_local_documents(s3_
     remote = ExtractDocs("s3://clirmatrix-test/work", discover("s3://clirmatrix-test/fresh").docs, settings).run(flags, workers=1)
     local = ExtractDocs(str(tmp_path), discover(str(dumps)).docs, settings).run(workers=1)
     for lang in ("de", "fr"):
-        assert remote.languages[lang]["docs"] == local.languages[lang]["docs"] > 50
+        assert remote.languages[lang].docs == local.languages[lang].docs > 50
         stored = _objects(client, f"work/docs/{lang}/")
         kept = {path.name: path.read_bytes() for path in (tmp_path / "docs" / lang).glob("*.parquet")}
         assert len(kept) > 1 and {name: pq.read_table(pa.BufferReader(data)).to_pylist() for name, data in stored.items()} == {

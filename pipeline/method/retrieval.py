@@ -58,6 +58,7 @@ from clirmatrix.schemas.contracts import (
     LanguagePlan,
     PartitionTask,
     Report,
+    RetrievalLanguage,
     SearchReport,
     SearchTask,
     ShardTask,
@@ -447,7 +448,7 @@ def run_unit(work_root: str, settings: RetrievalSettings, unit: Unit) -> Report:
     raise TypeError(f"retrieval has no step for {unit.task!r}")
 
 
-def summarise(plans: Sequence[LanguagePlan], reports: dict[str, Report], settings: RetrievalSettings) -> dict[str, dict]:
+def summarise(plans: Sequence[LanguagePlan], reports: dict[str, Report], settings: RetrievalSettings) -> dict[str, RetrievalLanguage]:
     """Per language: documents, queries, queries without hits, hits, and the seconds spent (summed over units)."""
     languages = {}
     for plan in sorted(plans, key=lambda p: p.lang):
@@ -457,18 +458,18 @@ def summarise(plans: Sequence[LanguagePlan], reports: dict[str, Report], setting
         index_seconds = sum(r.index_seconds for r in mine if isinstance(r, (SearchReport, ClusterIndexReport)))
         search_seconds = sum(r.search_seconds for r in searched)
         queries = sum(r.queries for r in final)
-        languages[plan.lang] = {
-            "lang": plan.lang,
-            "docs": plan.docs,
-            "shards": plan.shards,
-            "blocks": plan.blocks,
-            "plan": plan.to_dict(),
-            "queries": queries,
-            "queries_without_hits": sum(r.queries_without_hits for r in final),
-            "hits": sum(r.hits for r in final),
-            "index_seconds": round(index_seconds, 3),
-            "search_seconds": round(search_seconds, 3),
+        languages[plan.lang] = RetrievalLanguage(
+            lang=plan.lang,
+            docs=plan.docs,
+            shards=plan.shards,
+            blocks=plan.blocks,
+            plan=plan,
+            queries=queries,
+            queries_without_hits=sum(r.queries_without_hits for r in final),
+            hits=sum(r.hits for r in final),
+            index_seconds=round(index_seconds, 3),
+            search_seconds=round(search_seconds, 3),
             # Per core: every shard searches every query, so this is the language's queries over all shards' search time.
-            "queries_per_second": round(queries / search_seconds, 1) if search_seconds > 0 else None,
-        }
+            queries_per_second=round(queries / search_seconds, 1) if search_seconds > 0 else None,
+        )
     return languages
