@@ -244,6 +244,13 @@ def line_blocks(path: str | os.PathLike, block_size: int, piece: int, source: Bi
         yield rest, number
 
 
+def numbered_lines(data: bytes, first: int) -> Iterator[tuple[int, bytes]]:
+    """``(line_number, line)`` of a block of whole lines from ``line_blocks`` (its first numbered ``first``), blank ones skipped as ``iter_lines`` skips them."""
+    for number, line in enumerate((data[:-1] if data.endswith(b"\n") else data).split(b"\n"), first):
+        if line.strip():
+            yield number, line
+
+
 class _NotAList(Exception):
     pass
 

@@ -6,7 +6,7 @@ columns faster than the release's narrow byte form allows: ``validate``'s scanne
 (``validate_scan``) already reads each line of that form at compiled speed, with its
 ids and labels as integers. The ids it accepts are plain numbers (no sign, no leading
 zero), so their decimal text *is* the id: Arrow's string columns are cast from the
-integers, and the qrels' lines are printed from them by compiled code
+integers, and the qrels' lines are copied from the lines' own text by compiled code
 (``pair_lines``). A block that holds any line the scanner does not accept (an id that
 is not a plain number, another spacing, a line that is not JSON) is read the old way,
 ``parse_query`` a line, which also names a bad line in its error; both ways give the
@@ -25,7 +25,7 @@ import orjson
 import pyarrow as pa
 
 from clirmatrix.pipeline.method.html_scan import put_char
-from clirmatrix.pipeline.output.jsonl import MalformedRecordError, line_blocks, parse_doc, parse_query
+from clirmatrix.pipeline.output.jsonl import MalformedRecordError, line_blocks, numbered_lines, parse_doc, parse_query
 from clirmatrix.pipeline.tools.validate_scan import BLANK, BLOCK, CLEAN, MAX_DIGITS, OTHER, PIECE, hex4, scan_docs_block, scan_query_block
 
 LABEL_RANGE = (-128, 127)  # the int8 the hf layout stores a label in
@@ -196,10 +196,9 @@ def query_columns(path: str | os.PathLike) -> Iterator[QueryColumns]:
 def _parsed(name: str, data: bytes, first: int) -> QueryColumns:
     """A block read ``parse_query`` a line (a line the scanner does not accept is in it)."""
     records, lines = [], []
-    for number, line in enumerate((data[:-1] if data.endswith(b"\n") else data).split(b"\n"), first):
-        if line.strip():
-            records.append(parse_query(line, name, number))
-            lines.append(number)
+    for number, line in numbered_lines(data, first):
+        records.append(parse_query(line, name, number))
+        lines.append(number)
     counts = [len(record.tgt_results) for record in records]
     offsets = np.zeros(len(records) + 1, dtype=np.int32)
     np.cumsum(counts, out=offsets[1:])
@@ -227,6 +226,33 @@ def _doc_texts(buf, starts, ends, offsets, out):
     return at
 
 
+@dataclass
+class _DocsBlock:
+    """One block of a DOCS file: its non-blank lines as compiled code cuts them (``text``, ``starts``, ``ends``, ``ids``),
+    or, when any line is not in the scanner's form, as ``parse_doc`` reads them (``parsed``)."""
+
+    count: int
+    text: np.ndarray | None = None
+    starts: np.ndarray | None = None
+    ends: np.ndarray | None = None
+    ids: np.ndarray | None = None
+    parsed: list[tuple[str, str]] | None = None
+
+
+def _docs_blocks(name: str) -> Iterator[_DocsBlock]:
+    """The blocks of a DOCS file, each read by validate's DOCS scanner, a block with another line by ``parse_doc`` (which raises for a bad one)."""
+    for data, first in line_blocks(name, BLOCK, PIECE):
+        text = np.frombuffer(data, dtype=np.uint8)
+        block = scan_docs_block(text, first)
+        kept = block.verdicts != BLANK
+        if not (block.verdicts[kept] == CLEAN).all():
+            parsed = [parse_doc(line, name, number) for number, line in numbered_lines(data, first)]
+            yield _DocsBlock(len(parsed), parsed=parsed)
+            continue
+        ends = np.append(block.starts[1:] - 1, len(text) - (1 if data.endswith(b"\n") else 0))
+        yield _DocsBlock(int(kept.sum()), text, block.starts[kept], ends[kept], block.ids[kept])
+
+
 def docs_columns(path: str | os.PathLike) -> Iterator[tuple[pa.Array, pa.Array]]:
     """``(doc ids, texts)`` of a DOCS file as Arrow string columns, a block of ~``BLOCK`` decompressed bytes at a time.
 
@@ -234,18 +260,12 @@ def docs_columns(path: str | os.PathLike) -> Iterator[tuple[pa.Array, pa.Array]]
     are cut in compiled code; a block with any other line is read ``parse_doc`` a line,
     which raises for a bad one, naming it.
     """
-    name = os.fspath(path)
-    for data, first in line_blocks(name, BLOCK, PIECE):
-        text = np.frombuffer(data, dtype=np.uint8)
-        block = scan_docs_block(text, first)
-        kept = block.verdicts != BLANK
-        if not (block.verdicts[kept] == CLEAN).all():
-            docs = [parse_doc(line, name, number) for number, line in enumerate((data[:-1] if data.endswith(b"\n") else data).split(b"\n"), first) if line.strip()]
-            yield pa.array([doc_id for doc_id, _ in docs], pa.string()), pa.array([body for _, body in docs], pa.string())
+    for block in _docs_blocks(os.fspath(path)):
+        if block.parsed is not None:
+            yield pa.array([doc_id for doc_id, _ in block.parsed], pa.string()), pa.array([body for _, body in block.parsed], pa.string())
             continue
-        ends = np.append(block.starts[1:] - 1, len(text) - (1 if data.endswith(b"\n") else 0))
-        offsets, out = np.empty(int(kept.sum()) + 1, np.int32), np.empty(len(text), np.uint8)  # a block's text fits int32
-        yield _int_strings(block.ids[kept]), _strings(offsets, out, _doc_texts(text, block.starts[kept], ends[kept], offsets, out))
+        offsets, out = np.empty(block.count + 1, np.int32), np.empty(len(block.text), np.uint8)  # a block's text fits int32
+        yield _int_strings(block.ids), _strings(offsets, out, _doc_texts(block.text, block.starts, block.ends, offsets, out))
 
 
 @numba.njit(cache=True)
@@ -311,15 +331,9 @@ def docs_json_lines(path: str | os.PathLike, record: Callable[[str, str], dict])
     if suffix != b'"}':
         raise ValueError(f"the text must be the record's last value: {record('ID', 'TEXT')}")
     head, between = np.frombuffer(prefix, np.uint8), np.frombuffer(middle, np.uint8)
-    for data, first in line_blocks(name, BLOCK, PIECE):
-        text = np.frombuffer(data, dtype=np.uint8)
-        block = scan_docs_block(text, first)
-        kept = block.verdicts != BLANK
-        lines = int(kept.sum())
-        if not (block.verdicts[kept] == CLEAN).all():
-            docs = (parse_doc(line, name, number) for number, line in enumerate((data[:-1] if data.endswith(b"\n") else data).split(b"\n"), first) if line.strip())
-            yield b"".join(orjson.dumps(record(doc_id, body)) + b"\n" for doc_id, body in docs), lines
+    for block in _docs_blocks(name):
+        if block.parsed is not None:
+            yield b"".join(orjson.dumps(record(doc_id, body)) + b"\n" for doc_id, body in block.parsed), block.count
             continue
-        ends = np.append(block.starts[1:] - 1, len(text) - (1 if data.endswith(b"\n") else 0))
-        out = np.empty(6 * len(text) + lines * (len(prefix) + len(middle) + 3), np.uint8)  # an escape is at most 6 bytes a byte
-        yield out[: _json_docs(text, block.starts[kept], ends[kept], head, between, out)].tobytes(), lines
+        out = np.empty(6 * len(block.text) + block.count * (len(prefix) + len(middle) + 3), np.uint8)  # an escape is at most 6 bytes a byte
+        yield out[: _json_docs(block.text, block.starts, block.ends, head, between, out)].tobytes(), block.count
