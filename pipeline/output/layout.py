@@ -124,7 +124,11 @@ def refuse_incomplete(root: str | os.PathLike) -> None:
     elif "://" in root:
         return
     if os.path.exists(os.path.join(root, IN_PROGRESS)):
-        raise IncompleteBuildError(
-            f"incomplete build: rerun clirmatrix build ({os.path.join(root, IN_PROGRESS)} says the build that writes "
-            f"{root} has not finished: it is running, failed or was killed)"
-        )
+        raise incomplete_build(root, os.path.join(root, IN_PROGRESS))
+
+
+def incomplete_build(root: str, mark: str) -> IncompleteBuildError:
+    """The error for a build under ``root`` whose unfinished mark ``mark`` is there (a folder's, or a prefix's on an object store)."""
+    return IncompleteBuildError(
+        f"incomplete build: rerun clirmatrix build ({mark} says the build that writes {root} has not finished: it is running, failed or was killed)"
+    )

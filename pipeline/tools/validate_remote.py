@@ -20,7 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from clirmatrix.pipeline.errors import MissingInputError
 from clirmatrix.pipeline.io import fileio
-from clirmatrix.pipeline.output.layout import IN_PROGRESS, IncompleteBuildError, ReleasedFile, parse_path
+from clirmatrix.pipeline.output.layout import IN_PROGRESS, ReleasedFile, incomplete_build, parse_path
 
 
 class Prefix:
@@ -75,10 +75,7 @@ class Prefix:
     def refuse_incomplete(self) -> None:
         """``layout.refuse_incomplete`` for a prefix: a build that ``clirmatrix build --out URL`` has not finished still holds its mark."""
         if IN_PROGRESS in self.files():
-            raise IncompleteBuildError(
-                f"incomplete build: rerun clirmatrix build ({self.path(IN_PROGRESS)} says the build that writes "
-                f"{self.root} has not finished: it is running, failed or was killed)"
-            )
+            raise incomplete_build(self.root, self.path(IN_PROGRESS))
 
 
 def write_array(path: str, array: np.ndarray) -> None:
