@@ -21,31 +21,25 @@ import os
 import platform
 import posixpath
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields
 from importlib import metadata
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from clirmatrix.beam_jobs import runners
+from clirmatrix.beam_jobs.all_stages import STAGES
 from clirmatrix.beam_jobs.common import default_workers
-from clirmatrix.beam_jobs.extract_docs import ExtractDocs, docs_settings
+from clirmatrix.beam_jobs.extract_docs import ExtractDocs
 from clirmatrix.beam_jobs.extract_sitelinks import ExtractSitelinks
-from clirmatrix.beam_jobs.label import Label
 from clirmatrix.beam_jobs.link_entities import LinkEntities
-from clirmatrix.beam_jobs.propagate import Propagate
-from clirmatrix.beam_jobs.retrieve import Retrieve, retrieval_settings
-from clirmatrix.beam_jobs.stages import Stage, StageLog, beam_flags, config_parser, doc_summary
-from clirmatrix.beam_jobs.stats import counted_while_writing, run_stats
+from clirmatrix.beam_jobs.retrieve import Retrieve
+from clirmatrix.beam_jobs.stages import BuildRun, StageLog, beam_flags, check_stages, config_parser, doc_summary, run_stages
 from clirmatrix.beam_jobs.write_release import WriteRelease, release_settings
 from clirmatrix.pipeline.config import BuildConfig, ConfigError, as_dict, resolve
 from clirmatrix.pipeline.errors import add_note
 from clirmatrix.pipeline.io import fileio
-from clirmatrix.pipeline.io.fingerprint import fingerprint
 from clirmatrix.pipeline.io.localio import check_folder_path, md5_of
-from clirmatrix.pipeline.method.corpus import WorkDirs
-from clirmatrix.pipeline.method.dumps import NoDumpsError, find_dumps
-from clirmatrix.pipeline.method.retrieval import check_engine
 from clirmatrix.pipeline.output import layout
 from clirmatrix.pipeline.output.card import write_card
 from clirmatrix.pipeline.output.gzip_encoder import ENCODER
@@ -53,7 +47,6 @@ from clirmatrix.pipeline.tools.report import write_report
 from clirmatrix.schemas.contracts import Summary
 
 LOG = logging.getLogger("clirmatrix")
-STAGES = (ExtractDocs.name, ExtractSitelinks.name, LinkEntities.name, Retrieve.name, Label.name, Propagate.name, WriteRelease.name, "stats")
 _VERSIONED = ("clirmatrix", "apache-beam", "pyarrow", "numpy", "jenkspy", "numba", "PyStemmer", "orjson", "isal", "zlib-ng", "mwparserfromhell")
 
 
@@ -77,15 +70,6 @@ def _versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return found
-
-
-def _describe(paths: Sequence[str], root: str) -> list[dict]:
-    """Name, size and modification time of input files: what their stage fingerprint covers."""
-    described = []
-    for path in sorted(paths):
-        meta = FileSystems.match([path])[0].metadata_list[0]
-        described.append({"path": fileio.relative_to(root, path), "size": meta.size_in_bytes, "mtime": meta.last_updated_in_seconds})
-    return described
 
 
 def _md5(path: str) -> str:
@@ -155,23 +139,24 @@ def run_build(config: BuildConfig, beam_args: Sequence[str] = ()) -> BuildResult
 def _run_build(config: BuildConfig, beam_args: Sequence[str] = (), marked: list[str] | None = None) -> BuildResult:
     """Run (or resume) every stage; raises NoDumpsError when nothing usable is found.
 
-    Relative paths become absolute here, on the driver: workers open them from
-    working directories of their own. ``beam_args`` are Beam's flags (``--runner
+    The stages run in ``STAGES``' order, each made and fingerprinted by its own
+    declaration (``stages.run_stages``). ``beam_args`` are Beam's flags (``--runner
     dask``, ``--s3_endpoint_url``, ...), resolved once for every stage.
     """
     config = config.check()
     check_folder_path(config.out, "--out")  # before anything is read: a file named OUT is one line, not [Errno 17] later
     if config.work:
         check_folder_path(config.work, "--work")
-    config = replace(config, dumps=fileio.absolute(config.dumps), out=fileio.absolute(config.out), work=fileio.absolute(config.work))
+    run = BuildRun.of(config, config.work_dir)  # every path made absolute: workers open them from working directories of their own
+    config = run.config
     check_out_apart_from_dumps(config.dumps, config.out)
     beam_args = beam_flags(beam_args)
-    check_engine(retrieval_settings(config), config.langs)
-    found, link_sources = find_dumps(config.dumps, config.langs, config.source, config.skip_missing, config.links)  # before OUT is touched
+    check_stages(STAGES, run)  # the engine reachable, every dump found, before OUT is touched
+    notes = run.notes()
     if config.eval_size == 0:  # allowed (a release to train on only), but never unsaid: every dev and test file is empty
-        found.notes.append("--eval-size 0: every dev, test1 and test2 file is empty (no query is held out; train gets them all)")
-        LOG.warning(found.notes[-1])
-    for folder in (config.out, config.work_dir):
+        notes.append("--eval-size 0: every dev, test1 and test2 file is empty (no query is held out; train gets them all)")
+        LOG.warning(notes[-1])
+    for folder in (config.out, run.work_root):
         fileio.check_writable(folder)
     # From here until the manifest is written, OUT is marked unfinished (layout.IN_PROGRESS):
     # a failed or killed run leaves the mark, and validate, download and the loader refuse it.
@@ -179,70 +164,41 @@ def _run_build(config: BuildConfig, beam_args: Sequence[str] = (), marked: list[
     fileio.write_json(marker, {"incomplete": "clirmatrix build has not finished writing this folder; rerun clirmatrix build"})
     if marked is not None:
         marked.append(config.out)
-    work, version = WorkDirs(config.work_dir), metadata.version("clirmatrix")
-    log = StageLog(work.root)
-    workers = config.workers or None
-    docs_inputs = _describe([dump.path for dumps in found.docs.values() for dump in dumps], config.dumps)
-    wikidata_inputs = _describe([*link_sources.sitelinks_files, *(path for _, path in link_sources.page_props)], config.dumps)
-    summaries: dict[str, Summary] = {}
-    keys: dict[str, str] = {}
-
-    def run_stage(stage: Stage, key: str, force: bool = False) -> Summary:
-        keys[stage.name] = key
-        summaries[stage.name] = log.run(stage.name, key, lambda: stage.run(beam_args, workers), force=force)
-        return summaries[stage.name]
-
-    extract_docs = ExtractDocs(work.root, found.docs, docs_settings(config))
-    langs = sorted(run_stage(extract_docs, fingerprint(ExtractDocs.name, version, docs_inputs, asdict(extract_docs.settings))).languages)
-    if not langs:
-        raise NoDumpsError(f"every language has fewer than --min-docs {config.min_docs:,} documents; nothing to build")
-    sitelinks = ExtractSitelinks(work.root, link_sources, langs, config.max_bad_fraction, config.split_bytes)
-    run_stage(sitelinks, fingerprint(ExtractSitelinks.name, version, link_sources.mode, wikidata_inputs, langs, config.max_bad_fraction, config.split_mb))
-    run_stage(LinkEntities(work.root), fingerprint(LinkEntities.name, keys[ExtractDocs.name], keys[ExtractSitelinks.name]))
-    # The documents' fingerprint names an Elasticsearch index that holds them already (not part of the stage's own).
-    retrieve = Retrieve(work.root, replace(retrieval_settings(config), docs_key=keys[ExtractDocs.name]), langs)
-    run_stage(retrieve, fingerprint(Retrieve.name, keys[LinkEntities.name], retrieve.settings.fingerprint_parts()))
-    run_stage(Label(work.root), fingerprint(Label.name, keys[Retrieve.name]))
-    run_stage(Propagate(work.root, langs), fingerprint(Propagate.name, keys[Label.name], keys[LinkEntities.name]))
-
+    log = StageLog(run.work_root)
+    summaries = run_stages(STAGES, run, beam_args, log)
+    langs = list(run.langs)
     release = release_settings(config)
-    if not set(release.multi_langs) <= set(langs):
+    if release.multi_langs and not summaries[WriteRelease.name].multi8:
         missing = sorted(set(release.multi_langs) - set(langs))
-        found.notes.append(f"MULTI-8 not built: {', '.join(missing)} missing (needs {', '.join(release.multi_langs)})")
-        LOG.warning(found.notes[-1])
-    # A deleted output is written again whatever the stage records say.
-    rewrite = not fileio.exists(fileio.join(config.out, layout.INDEX))
-    write_key = fingerprint(WriteRelease.name, keys[Propagate.name], release.fingerprint_parts(), config.out)
-    run_stage(WriteRelease(work.root, config.out, release, langs), write_key, force=rewrite)
-    keys["stats"] = fingerprint("stats", keys[WriteRelease.name])
-    restat = rewrite or not fileio.any_under(fileio.join(config.out, layout.STATS_DIR))
-    summaries["stats"] = log.run("stats", keys["stats"], lambda: run_stats(config.out, counted_while_writing(work.root)), force=restat)
+        notes.append(f"MULTI-8 not built: {', '.join(missing)} missing (needs {', '.join(release.multi_langs)})")
+        LOG.warning(notes[-1])
 
+    version = metadata.version("clirmatrix")
     manifest = {
         "clirmatrix": version,
         "versions": _versions(),
         "gzip": ENCODER,  # what wrote the .gz files: validate compares it with its own (pipeline/output/gzip_encoder.py)
         "settings": {**as_dict(config), "workers": config.workers or default_workers(os.cpu_count() or 1)},  # the most a stage used, not 0
-        "inputs": input_checksums(docs_inputs + wikidata_inputs, config.dumps, work.root),
+        "inputs": input_checksums(run.docs_inputs() + run.link_inputs(), config.dumps, run.work_root),
         "languages": langs,
         "dropped_languages": sorted(summaries[ExtractDocs.name].dropped),
-        "notes": found.notes,
+        "notes": notes,
         "counts": _counts(summaries),
         "input_counts": _input_counts(summaries),
         "files": _file_counts(summaries[WriteRelease.name].files),
-        "stage_fingerprints": keys,
+        "stage_fingerprints": run.keys,
     }
     fileio.write_json(fileio.join(config.out, layout.MANIFEST), manifest)
     write_card(config.out)
     if fileio.is_remote(config.out):
-        found.notes.append(f"no {layout.REPORT} in {config.out} (an object store): run clirmatrix report on a local copy")
+        notes.append(f"no {layout.REPORT} in {config.out} (an object store): run clirmatrix report on a local copy")
     else:
         write_report(config.out, finished_only=False)
     fileio.remove_tree(marker)
     if marked:
         marked.clear()
-    seconds = {name: log.seconds(name) for name in STAGES}
-    return BuildResult(config.out, work.root, summaries, seconds, log.skipped, found.notes)
+    seconds = {stage.name: log.seconds(stage.name) for stage in STAGES}
+    return BuildResult(config.out, run.work_root, summaries, seconds, log.skipped, notes)
 
 
 def _input_counts(summaries: dict[str, Summary]) -> dict[str, dict]:

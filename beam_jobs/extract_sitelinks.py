@@ -1,11 +1,10 @@
 """Link sources -> ``sitelinks`` Parquet (entity, lang, title) and page entities (doc_id, entity).
 
-The Wikidata-wide source (``--links``, docs/method.md section 3) is either the
-``wb_items_per_site`` SQL dump (a few GB) or the JSON dump (well over 100 GB); its rows
-or entity lines become sitelinks of the selected languages in
-``sitelinks/{lang}/{NNNNN}-{dump name}.parquet``. For the JSON dump, a line without the
-quoted site key of any selected language is skipped unparsed
-(``clirmatrix.pipeline.formats.wikidata``). Each wiki's ``page_props`` dump becomes
+One step of ``clirmatrix.pipeline.extraction.links``: a unit per links input, a range of
+a bz2 Wikidata JSON dump, or a wiki's ``page_props``. The Wikidata-wide source
+(``--links``, docs/method.md section 3), the ``wb_items_per_site`` SQL dump or the JSON
+dump, becomes sitelinks of the selected languages in
+``sitelinks/{lang}/{NNNNN}-{dump name}.parquet``; each wiki's ``page_props`` dump becomes
 ``sitelinks/_page_props/{lang}/{NNNNN}-{dump name}.parquet``: which item each page id is.
 
 Example::
@@ -15,158 +14,19 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections import Counter
-from collections.abc import Iterator, Sequence
-from typing import IO, BinaryIO, NamedTuple
-
-import apache_beam as beam
+from collections.abc import Sequence
+from importlib import metadata
 
 from clirmatrix.beam_jobs import common
-from clirmatrix.beam_jobs.stages import Stage, run_job
-from clirmatrix.pipeline.config import DEFAULT_SPLIT_BYTES, BuildConfig
-from clirmatrix.pipeline.formats.mediawiki_sql import read_items_per_site, read_page_props
-from clirmatrix.pipeline.formats.wikidata import Framing, Sitelink, SitelinkFilter, read_sitelinks
-from clirmatrix.pipeline.io import bz2_ranges, fileio
-from clirmatrix.pipeline.io.badinput import DEFAULT_MAX_BAD_FRACTION, DamagedInputError, FileReport, check_bad_fraction
-from clirmatrix.pipeline.io.bz2_ranges import BlockRange
-from clirmatrix.pipeline.io.parquet_io import ParquetSink
-from clirmatrix.pipeline.io.progress import ProgressLog
-from clirmatrix.pipeline.method.corpus import PAGE_PROPS_FOLDER, Folders
-from clirmatrix.pipeline.method.dumps import ITEMS_PER_SITE, PAGE_PROPS, WIKIDATA_JSON, LinkInputs, find_dumps
-from clirmatrix.schemas import PAGE_ENTITIES, SITELINKS
-from clirmatrix.schemas.contracts import LinksFileReport, SitelinksSummary, Summary
-
-LOG = logging.getLogger("clirmatrix")
-
-
-class LinkUnit(NamedTuple):
-    """One links input file: a Wikidata-wide source (every selected language) or one wiki's page_props."""
-
-    rank: int
-    kind: str  # dumps.WIKIDATA_JSON, dumps.ITEMS_PER_SITE or dumps.PAGE_PROPS
-    path: str
-    lang: str = ""  # page_props: the wiki's language
-    part: BlockRange | None = None  # a range of a bz2 JSON dump; None: the whole file
-
-    @property
-    def name(self) -> str:
-        return f"{self.rank:05d}-{fileio.basename(self.path).split('.')[0]}"
-
-    def describe(self) -> str:
-        name = fileio.basename(self.path)
-        return f"{name} {self.part.describe()}" if self.part is not None else name
-
-
-class ExtractLinksFile(common.StorageDoFn):
-    """One links input file -> sitelinks Parquet per selected language, or one language's page entities."""
-
-    def __init__(self, out_dir: str, langs: Sequence[str], prefilter: bool = True, beam_args: Sequence[str] = ()) -> None:
-        super().__init__(beam_args)
-        self.out_dir = out_dir
-        self.langs = sorted(langs)
-        self.prefilter = prefilter
-
-    def process(self, unit: LinkUnit) -> Iterator[str]:
-        report = FileReport(file=unit.path, lang=unit.lang)
-        part: dict = {}
-        with fileio.open_raw(unit.path) as raw:
-            if unit.part is None:
-                stream = fileio.open_dump(raw, unit.path)
-                progress = ProgressLog(f"{unit.kind} {unit.describe()}", fileio.size_of(unit.path), raw.tell, unit="links")
-            else:
-                stream, start = raw, unit.part.start_bit >> 3
-                progress = ProgressLog(f"{unit.kind} {unit.describe()}", unit.part.compressed_bytes, lambda: raw.tell() - start, unit="links")
-            if unit.kind == PAGE_PROPS:
-                counts = self._page_entities(unit, stream, report, progress)
-            else:
-                counts = self._sitelinks(unit, stream, report, progress, part)
-            seconds = progress.finish()
-        done = LinksFileReport(rank=unit.rank, kind=unit.kind, lang=unit.lang, seconds=round(seconds, 3), links=counts, part=part or None, report=report.to_dict())
-        common.write_report(self.out_dir, unit.name, done.to_dict())
-        yield unit.name
-
-    def _sitelinks(self, unit: LinkUnit, stream: IO[bytes], report: FileReport, progress: ProgressLog, part: dict) -> dict[str, int]:
-        selection = SitelinkFilter(self.langs, self.prefilter)
-        if unit.kind == ITEMS_PER_SITE:
-            links = read_items_per_site(stream, selection, report)
-        elif unit.part is None:
-            links = read_sitelinks(fileio.iter_lines(stream, report), selection, report)
-        else:
-            links = _range_sitelinks(stream, unit, selection, report, part)
-        per_lang = Counter()
-        with contextlib.ExitStack() as stack:
-            sinks = {lang: stack.enter_context(ParquetSink(fileio.join(self.out_dir, lang, f"{unit.name}.parquet"), SITELINKS)) for lang in self.langs}
-            for link in links:
-                sinks[link.lang].add(link)
-                per_lang[link.lang] += 1
-                progress.tick()
-        return dict(sorted(per_lang.items()))
-
-    def _page_entities(self, unit: LinkUnit, stream: IO[bytes], report: FileReport, progress: ProgressLog) -> dict[str, int]:
-        rows = 0
-        with ParquetSink(fileio.join(self.out_dir, PAGE_PROPS_FOLDER, unit.lang, f"{unit.name}.parquet"), PAGE_ENTITIES) as sink:
-            for page_id, entity in read_page_props(stream, report):
-                sink.add((page_id, entity))
-                rows += 1
-                progress.tick()
-        return {unit.lang: rows}
-
-
-def _range_sitelinks(raw: BinaryIO, unit: LinkUnit, selection: SitelinkFilter, report: FileReport, part: dict) -> Iterator[Sitelink]:
-    """The sitelinks of the entity lines a range of a bz2 JSON dump owns; fills ``part`` with what the stage checks across ranges."""
-    name, size, framing, crc_pieces = unit.path, fileio.size_of(unit.path), Framing(), []
-    try:
-        yield from read_sitelinks(bz2_ranges.iter_line_records(raw, size, unit.part, name, crc_pieces), selection, report, framing)
-    except bz2_ranges.Bz2StreamError as error:
-        report.reject(error.position, error.kind, f"{error.detail} ({unit.describe()})")
-    part.update(index=unit.part.index, framing=framing.to_dict(), crc_pieces=[list(piece) for piece in crc_pieces])
-
-
-def _by_file(reports: Sequence[FileReport]) -> dict[str, list[FileReport]]:
-    """Reports grouped by input file: the bad-input limit applies to a file, whatever ranges it was read in."""
-    groups: dict[str, list[FileReport]] = {}
-    for report in reports:
-        groups.setdefault(report.file, []).append(report)
-    return groups
-
-
-def check_ranges(units_done: Sequence[LinksFileReport]) -> None:
-    """Across the ranges of each bz2 JSON dump: the combined CRC of streams crossing a cut, and the array opened and closed."""
-    by_file = bz2_ranges.check_range_reports((unit.report["file"], unit.part) for unit in units_done if unit.part)
-    for path, parts in sorted(by_file.items()):
-        if parts[0]["framing"]["opens"] and not parts[-1]["framing"]["closes"]:
-            raise DamagedInputError(f"{path}: the entity array opened on line 1 is never closed with ']': the file was cut short; download it again")
-
-
-class ReadLinkFiles(beam.PTransform):
-    """``LinkUnit`` elements -> sitelinks and page entities Parquet; outputs each unit's name."""
-
-    def __init__(self, out_dir: str, langs: Sequence[str], prefilter: bool = True, beam_args: Sequence[str] = ()) -> None:
-        super().__init__()
-        self.out_dir = out_dir
-        self.langs = sorted(langs)
-        self.prefilter = prefilter
-        self.beam_args = list(beam_args)
-
-    def expand(self, units):
-        # One element per input file; each is read whole by one worker, every record in order.
-        return units | "ReadLinksFile" >> beam.ParDo(ExtractLinksFile(self.out_dir, self.langs, self.prefilter, self.beam_args))
-
-
-def link_units(sources: LinkInputs, langs: Sequence[str], split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[LinkUnit]:
-    """The stage's units: the Wikidata-wide files in name order (a bz2 JSON dump in ranges), then each kept language's page_props."""
-    units: list[LinkUnit] = []
-    for path in sorted(sources.sitelinks_files):
-        parts: list[BlockRange | None] = [None]
-        if sources.sitelinks_kind == WIKIDATA_JSON and path.endswith(".bz2"):
-            with fileio.open_raw(path) as raw:
-                parts = list(bz2_ranges.plan_ranges(raw, fileio.size_of(path), split_bytes, path))
-        units += [LinkUnit(len(units) + n, sources.sitelinks_kind, path, part=part) for n, part in enumerate(parts)]
-    wanted = set(langs)
-    units += [LinkUnit(len(units) + n, PAGE_PROPS, path, lang) for n, (lang, path) in enumerate(p for p in sources.page_props if p[0] in wanted)]
-    return units
+from clirmatrix.beam_jobs.stages import BuildRun, Stage, Step, run_job
+from clirmatrix.pipeline.config import DEFAULT_SPLIT_BYTES
+from clirmatrix.pipeline.extraction import links
+from clirmatrix.pipeline.extraction.links import READ, LinkUnit
+from clirmatrix.pipeline.io.badinput import DEFAULT_MAX_BAD_FRACTION
+from clirmatrix.pipeline.method.corpus import Folders
+from clirmatrix.pipeline.method.dumps import LinkInputs
+from clirmatrix.schemas.contracts import LinksFileReport, SitelinksSummary, Summary, Unit
 
 
 class ExtractSitelinks(Stage):
@@ -174,7 +34,8 @@ class ExtractSitelinks(Stage):
 
     name = "extract_sitelinks"
     folder = Folders.sitelinks
-    flags = ("dumps", "langs", "source", "skip_missing", "links", "max_bad_fraction", "split_mb")
+    config_fields = ("dumps", "langs", "source", "skip_missing", "links", "max_bad_fraction", "split_mb")
+    steps = (Step(READ, "ReadLinksFile", "a links file or range: the selected languages' sitelinks, or a wiki's page entities"),)
 
     def __init__(
         self, work_root: str, sources: LinkInputs, langs: Sequence[str] = (), max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION,
@@ -188,9 +49,18 @@ class ExtractSitelinks(Stage):
         self.prefilter = prefilter
 
     @classmethod
-    def from_config(cls, work_root: str, config: BuildConfig) -> ExtractSitelinks:
-        _, sources = find_dumps(fileio.absolute(config.dumps), config.langs, config.source, config.skip_missing, config.links)
-        return cls(work_root, sources, config.langs, config.max_bad_fraction, config.split_bytes)
+    def from_run(cls, run: BuildRun) -> ExtractSitelinks:
+        # The languages: those the docs stage kept in this run, else --langs, else those of its finished folder.
+        return cls(run.work_root, run.links(), run.langs, run.config.max_bad_fraction, run.config.split_bytes)
+
+    @classmethod
+    def check(cls, run: BuildRun) -> None:
+        """The link sources found (a missing Wikidata dump refused), before anything runs."""
+        run.links()
+
+    def fingerprint_inputs(self, run: BuildRun) -> dict:
+        """The files read (names under ``--dumps``, sizes, times), the source found, the languages selected, this clirmatrix's version."""
+        return {"clirmatrix": metadata.version("clirmatrix"), "links": self.sources.mode, "inputs": run.link_inputs(), "langs": list(self.langs)}
 
     def upstream(self) -> dict[str, Summary]:
         return {} if self.langs else {Folders.docs: common.require_complete(self.work.stage(Folders.docs), Folders.docs)}
@@ -198,38 +68,18 @@ class ExtractSitelinks(Stage):
     def selected(self, upstream: dict[str, Summary]) -> list[str]:
         return list(self.langs) or sorted(upstream[Folders.docs].languages)
 
-    def plan(self, upstream: dict[str, Summary]) -> list[LinkUnit]:
-        return link_units(self.sources, self.selected(upstream), self.split_bytes)
+    def plan(self, upstream: dict[str, Summary]) -> list[Unit]:
+        return [Unit(READ, unit.name, unit) for unit in links.link_units(self.sources, self.selected(upstream), self.split_bytes)]
 
-    def transform(self, beam_args: Sequence[str] = (), workers: int = 1) -> beam.PTransform:
-        return ReadLinkFiles(self.stage_dir, self.selected(self.upstream()), self.prefilter, beam_args)
+    def run_unit(self, unit: Unit) -> LinksFileReport:
+        match unit.task:
+            case LinkUnit():
+                return links.extract_links(self.stage_dir, unit.task, self.prefilter)
+        raise TypeError(f"{self.name} has no step for {unit.task!r}")
 
     def summarise(self, upstream: dict[str, Summary], reports: dict[str, LinksFileReport]) -> SitelinksSummary:
         """Raises ``TooManyBadRecords`` past the limit, and ``DamagedInputError`` for a JSON dump cut short."""
-        sources, max_bad_fraction = self.sources, self.max_bad_fraction
-        units_done = sorted(reports.values(), key=lambda unit: unit.rank)
-        wide = [FileReport.from_dict(unit.report) for unit in units_done if unit.kind != PAGE_PROPS]
-        props = [FileReport.from_dict(unit.report) for unit in units_done if unit.kind == PAGE_PROPS]
-        # A Wikidata record is an entity line (JSON) or a row (wb_items_per_site); a page_props record a row.
-        check_bad_fraction(_by_file(wide), max_bad_fraction, unit="entity lines" if sources.sitelinks_kind == WIKIDATA_JSON else "rows")
-        check_bad_fraction(_by_file(props), max_bad_fraction, unit="rows")
-        check_ranges(units_done)
-        totals = Counter()
-        for unit in units_done:
-            if unit.kind != PAGE_PROPS:
-                totals.update(unit.links)
-        return SitelinksSummary(
-            stage=self.name,
-            links=sources.mode,
-            source=sources.sitelinks_kind,
-            languages={lang: totals.get(lang, 0) for lang in self.selected(upstream)},
-            entities_read=sum(r.records for r in wide),
-            entities_with_sitelinks=sum(r.kept for r in wide),
-            rejected=dict(sorted(sum((r.rejected for r in wide + props), Counter()).items())),
-            page_props={unit.lang: unit.links[unit.lang] for unit in units_done if unit.kind == PAGE_PROPS},
-            files=sorted({fileio.basename(r.file) for r in wide + props}),
-            max_bad_fraction=max_bad_fraction,
-        )
+        return links.summarise(list(reports.values()), self.sources, self.selected(upstream), self.max_bad_fraction, self.name)
 
 
 def run(argv: Sequence[str] | None = None) -> dict:

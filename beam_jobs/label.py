@@ -16,8 +16,7 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 
-from clirmatrix.beam_jobs.stages import Stage, Step, run_job
-from clirmatrix.pipeline.config import BuildConfig
+from clirmatrix.beam_jobs.stages import BuildRun, Stage, Step, run_job
 from clirmatrix.pipeline.method.corpus import Folders
 from clirmatrix.pipeline.method.labels import label_block
 from clirmatrix.schemas.contracts import BlockTask, LabelLanguage, LabelReport, LabelSummary, Summary, Unit, language_plans
@@ -29,11 +28,12 @@ class Label(Stage):
     name = "label"
     folder = Folders.labels
     reads = (Folders.retrieval,)
+    after = ("retrieve",)
     steps = (Step("label", "LabelBlock", "a block's hits labelled by Jenks breaks"),)
 
     @classmethod
-    def from_config(cls, work_root: str, config: BuildConfig) -> Label:
-        return cls(work_root)
+    def from_run(cls, run: BuildRun) -> Label:
+        return cls(run.work_root)
 
     def plan(self, upstream: dict[str, Summary]) -> list[Unit]:
         plans = language_plans(upstream[Folders.retrieval])

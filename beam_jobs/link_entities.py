@@ -16,8 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from clirmatrix.beam_jobs.stages import Stage, Step, run_job, sum_fields
-from clirmatrix.pipeline.config import BuildConfig
+from clirmatrix.beam_jobs.stages import BuildRun, Stage, Step, run_job, sum_fields
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.method.corpus import Folders
 from clirmatrix.pipeline.method.linking import write_links
@@ -32,11 +31,12 @@ class LinkEntities(Stage):
     name = "link_entities"
     folder = Folders.entity_docs
     reads = (Folders.docs, Folders.sitelinks)
+    after = ("extract_docs", "extract_sitelinks")
     steps = (Step("link", "LinkLanguage", "a language's titles and entities matched to its sitelinks"),)
 
     @classmethod
-    def from_config(cls, work_root: str, config: BuildConfig) -> LinkEntities:
-        return cls(work_root)
+    def from_run(cls, run: BuildRun) -> LinkEntities:
+        return cls(run.work_root)
 
     def plan(self, upstream: dict[str, Summary]) -> list[Unit]:
         langs = sorted(upstream[Folders.docs].languages)

@@ -15,8 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from clirmatrix.beam_jobs.stages import Stage, Step, run_job
-from clirmatrix.pipeline.config import BuildConfig
+from clirmatrix.beam_jobs.stages import BuildRun, Stage, Step, run_job
 from clirmatrix.pipeline.method.corpus import Folders
 from clirmatrix.pipeline.method.propagation import propagate_block, write_doc_links
 from clirmatrix.schemas.contracts import CarryReport, CarryTask, LanguagePlan, PairingReport, PairingTask, PropagationLanguage, PropagationSummary, Summary, Unit, language_plans
@@ -32,15 +31,16 @@ class Propagate(Stage):
         Step("links", "LinkDocuments", "each language's documents paired with the same entity's article in every other language"),
         Step("propagate", "CarryLabels", "each block's labels carried through those pairs"),
     )
-    flags = ("langs",)
+    config_fields = ("langs",)
+    after = ("label", "link_entities")  # its pairs are the link stage's catalog's
 
     def __init__(self, work_root: str, langs: Sequence[str] = ()) -> None:
         super().__init__(work_root)
         self.langs = tuple(sorted(langs))  # none: every language labelled
 
     @classmethod
-    def from_config(cls, work_root: str, config: BuildConfig) -> Propagate:
-        return cls(work_root, config.langs)
+    def from_run(cls, run: BuildRun) -> Propagate:
+        return cls(run.work_root, run.langs)
 
     def plans(self, upstream: dict[str, Summary]) -> list[LanguagePlan]:
         return [plan for plan in language_plans(upstream[Folders.labels]) if not self.langs or plan.lang in self.langs]

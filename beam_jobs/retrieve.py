@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 
-from clirmatrix.beam_jobs.stages import Stage, Step, run_job, sum_fields
+from clirmatrix.beam_jobs.stages import BuildRun, Stage, Step, run_job, sum_fields
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.engines.base import Bm25Settings
 from clirmatrix.pipeline.io import fileio
@@ -48,9 +49,10 @@ class Retrieve(Stage):
         Step(retrieval.SEARCH, "SearchShards", "every title searched in each shard, scored with its language's statistics"),
         Step(retrieval.MERGE, "MergeShardHits", "the shards' top k of each block of queries merged"),
     )
-    flags = (
+    config_fields = (
         "langs", "engine", "k", "k1", "b", "title_boost", "combine", "es_url", "threads", "shard_docs", "block_size", "search_unit_queries",
     )  # fmt: skip
+    after = ("link_entities",)
 
     def __init__(self, work_root: str, settings: RetrievalSettings, langs: Sequence[str] = ()) -> None:
         super().__init__(work_root)
@@ -58,8 +60,15 @@ class Retrieve(Stage):
         self.langs = tuple(sorted(langs))  # none: every language linked
 
     @classmethod
-    def from_config(cls, work_root: str, config: BuildConfig) -> Retrieve:
-        return cls(work_root, retrieval_settings(config), config.langs)
+    def from_run(cls, run: BuildRun) -> Retrieve:
+        # The documents' fingerprint names an Elasticsearch index that holds them already (not part of the stage's own).
+        settings = replace(retrieval_settings(run.config), docs_key=run.keys.get("extract_docs", ""))
+        return cls(run.work_root, settings, run.langs)
+
+    @classmethod
+    def check(cls, run: BuildRun) -> None:
+        """The engine's own checks (a reachable cluster for each language, ...), before the build starts."""
+        retrieval.check_engine(retrieval_settings(run.config), run.config.langs)
 
     def upstream(self) -> dict[str, Summary]:
         found = super().upstream()

@@ -1,21 +1,31 @@
-"""What every build stage is, and how a build resumes them.
+"""What every build stage is, how it is declared, and how a run resumes them.
 
-A stage (``Stage``) has one name, which is its module's (``python -m
-clirmatrix.beam_jobs.{name}``), the build's (``WORK/_stages/{name}.json``) and, in
-CamelCase, its Beam transform's; one folder under ``WORK`` where its output and
-its units' reports go; the steps its units run, in order; and a summary made
-from those reports. ``Stage.run`` is the one skeleton: check the stages it reads
-finished, clear its folder, plan its units, run them (one Beam pipeline, a
-``Barrier`` between steps), summarise, and mark the folder finished. Its own
-command takes its settings as flags derived from ``BuildConfig``, as the build does.
+A stage declares, on its class, everything the runs around it derive from it
+(``BaseStage``): its ``name`` (its module's, ``python -m clirmatrix.beam_jobs.{name}``,
+the build's ``WORK/_stages/{name}.json`` and, in CamelCase, its Beam transform's);
+the ``config_fields``, the settings of ``BuildConfig`` it reads (its own command's flags, and, unless a
+setting says its value changes no file, part of its fingerprint); the stages
+``after`` which it runs (their fingerprints enter its own); and ``from_run``, the one
+place its settings derive from the build's. ``STAGES`` (``beam_jobs.all_stages``)
+orders them; the build, ``extract`` and each stage's own command run them through
+``run_stages``, so a setting added to a stage's ``config_fields`` is a flag of the build
+and of that stage's command and part of that stage's fingerprint, and nowhere else.
 
-``StageLog`` makes a build resumable: a finished stage is recorded with a
-fingerprint and skipped on rerun. A stage's fingerprint hashes its settings and
-the fingerprints of the stages it reads, so changing a setting reruns that stage
-and everything downstream, and nothing else. A stage whose record is missing or
-differs is run again from scratch (its folder is cleared first), which is also
-how a killed run resumes.
+A Beam stage (``Stage``) has one folder under ``WORK`` where its output and its
+units' reports go; the steps its units run, in order; and a summary made from those
+reports. ``Stage.run`` is the one skeleton: check the stages it reads finished,
+clear its folder, plan its units, run them (one Beam pipeline, a ``Barrier``
+between steps), summarise, and mark the folder finished.
+
+``StageLog`` makes a build resumable: a finished stage is recorded with its
+fingerprint and skipped on rerun. A stage's fingerprint hashes its settings, what
+else its output depends on (``fingerprint_inputs``: the input files, the code's
+constants) and the fingerprints of the stages it comes after, so changing a setting
+reruns that stage and everything downstream, and nothing else. A stage whose record
+is missing or differs is run again from scratch (its folder is cleared first), which
+is also how a killed run resumes.
 """
+
 
 from __future__ import annotations
 
@@ -26,19 +36,148 @@ import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields
-from typing import ClassVar
+from dataclasses import dataclass, field, replace
+from typing import ClassVar, Protocol
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from clirmatrix.beam_jobs import common, runners
-from clirmatrix.pipeline.config import BuildConfig, flag_name, resolve
+from clirmatrix.pipeline.config import BuildConfig, fingerprinted, resolve, setting_flags
 from clirmatrix.pipeline.io import fileio
+from clirmatrix.pipeline.io.fingerprint import fingerprint
 from clirmatrix.pipeline.method.corpus import WorkDirs
+from clirmatrix.pipeline.method.dumps import DumpFile, DumpSet, LinkInputs, find_dumps
 from clirmatrix.schemas.contracts import Report, StaleSummaryError, Summary, Unit, read_summary, read_typed_report
 
 LOG = logging.getLogger("clirmatrix")
 STAGES_DIR = "_stages"
+RUN_SETTINGS = ("work", "workers")  # the settings of a run, not of a stage: where its records go, how many processes
+
+
+@dataclass
+class BuildRun:
+    """What the stages of one run share: the build, ``extract``, or one stage's own command.
+
+    The settings (paths made absolute on the driver: workers open them from working
+    directories of their own), the dumps found once, the languages the documents stage
+    kept, and each stage's fingerprint and summary as the run passes it.
+    """
+
+    config: BuildConfig
+    work_root: str
+    keys: dict[str, str] = field(default_factory=dict)  # stage name -> its fingerprint
+    summaries: dict[str, Summary] = field(default_factory=dict)  # stage name -> its summary
+    forced: set[str] = field(default_factory=set)  # stages run again whatever their record said: their output was gone
+    kept: tuple[str, ...] | None = None  # the languages extract_docs kept, once it ran
+    found: DumpSet | None = None
+    link_sources: LinkInputs | None = None
+
+    @classmethod
+    def of(cls, config: BuildConfig, work_root: str) -> BuildRun:
+        return cls(replace(config, dumps=fileio.absolute(config.dumps), out=fileio.absolute(config.out), work=fileio.absolute(config.work)), fileio.absolute(work_root))
+
+    @property
+    def langs(self) -> tuple[str, ...]:
+        """The languages the stages work on: those extract_docs kept in this run, else ``--langs`` (none: every language upstream)."""
+        return self.kept if self.kept is not None else tuple(self.config.langs)
+
+    def docs_dumps(self) -> dict[str, list[DumpFile]]:
+        """Each language's document dumps, found once (without looking for the link sources, which a documents-only run need not have)."""
+        if self.found is None:
+            config = self.config
+            self.found, _ = find_dumps(config.dumps, config.langs, config.source, config.skip_missing, links=None)
+        return self.found.docs
+
+    def links(self) -> LinkInputs:
+        """The link sources (and the document dumps), found once: a missing Wikidata dump is refused here."""
+        if self.link_sources is None:
+            config = self.config
+            self.found, self.link_sources = find_dumps(config.dumps, config.langs, config.source, config.skip_missing, config.links)
+        return self.link_sources
+
+    def notes(self) -> list[str]:
+        """What the dumps search has to tell the user (a language skipped, ...)."""
+        return self.found.notes if self.found is not None else []
+
+    def docs_inputs(self) -> list[dict]:
+        """Name, size and modification time of every document dump, relative to ``--dumps``: what the documents' fingerprint covers."""
+        return self.describe(dump.path for dumps in self.docs_dumps().values() for dump in dumps)
+
+    def link_inputs(self) -> list[dict]:
+        """The same of every link source file."""
+        sources = self.links()
+        return self.describe([*sources.sitelinks_files, *(path for _, path in sources.page_props)])
+
+    def describe(self, paths: Iterable[str]) -> list[dict]:
+        described = []
+        for path in sorted(paths):
+            meta = FileSystems.match([path])[0].metadata_list[0]
+            described.append({"path": fileio.relative_to(self.config.dumps, path), "size": meta.size_in_bytes, "mtime": meta.last_updated_in_seconds})
+        return described
+
+
+class BaseStage(ABC):
+    """A stage as the runs around it see it: its declaration (``name``, ``config_fields``, ``after``, ``from_run``) and ``run``."""
+
+    name: ClassVar[str]  # the module's, the build's and (CamelCase) the transform's name
+    config_fields: ClassVar[tuple[str, ...]] = ()  # the BuildConfig settings it reads: its command's flags, and its fingerprint's
+    after: ClassVar[tuple[str, ...]] = ()  # the stages whose output it reads: their fingerprints enter its own
+
+    @classmethod
+    @abstractmethod
+    def from_run(cls, run: BuildRun) -> BaseStage:
+        """The stage as ``run`` runs it: the one place its settings derive from the build's."""
+
+    @classmethod
+    def check(cls, run: BuildRun) -> None:
+        """Refuse, before anything runs, what the stage could not use: a setting, a missing input (nothing by default)."""
+        return None
+
+    @abstractmethod
+    def run(self, beam_args: Sequence[str] = (), workers: int | None = None) -> Summary:
+        """Run the stage whole; its summary."""
+
+    def fingerprint_inputs(self, run: BuildRun) -> dict:
+        """What its output depends on besides its settings and the stages before it: input files, the code's constants."""
+        return {}
+
+    def fingerprint(self, run: BuildRun) -> str:
+        """Its settings (``config.fingerprinted``), its other inputs and the fingerprints of the stages it comes after, hashed."""
+        upstream = [run.keys[name] for name in self.after]
+        return fingerprint(self.name, upstream, fingerprinted(run.config, self.config_fields), self.fingerprint_inputs(run))
+
+    def stale(self, run: BuildRun) -> bool:
+        """Whether its output is gone although its record says finished: it runs again (so do the stages after it)."""
+        return False
+
+    def finished(self, run: BuildRun, summary: Summary) -> None:
+        """What later stages of the run take from its summary (nothing by default)."""
+        return None
+
+
+def check_stages(stage_classes: Iterable[type[BaseStage]], run: BuildRun) -> None:
+    """Every stage's ``check``, before any of them runs (and, in a build, before ``OUT`` is touched)."""
+    for stage_class in stage_classes:
+        stage_class.check(run)
+
+
+def run_stages(stage_classes: Sequence[type[BaseStage]], run: BuildRun, beam_args: Sequence[str] = (), log: StageLog | None = None) -> dict[str, Summary]:
+    """Each stage in turn as ``run`` makes it; with a ``log``, one already finished with the same fingerprint is skipped."""
+    workers = run.config.workers or None
+    for stage_class in stage_classes:
+        stage = stage_class.from_run(run)
+        force = stage.stale(run) or any(name in run.forced for name in stage.after)
+        if log is None:
+            summary = stage.run(beam_args, workers)
+        else:
+            run.keys[stage.name] = stage.fingerprint(run)
+            summary = log.run(stage.name, run.keys[stage.name], lambda stage=stage: stage.run(beam_args, workers), force=force)
+        if force:
+            run.forced.add(stage.name)
+        run.summaries[stage.name] = summary
+        stage.finished(run, summary)
+    return run.summaries
 
 
 @dataclass(frozen=True)
@@ -54,23 +193,16 @@ def camel_case(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_"))
 
 
-class Stage(ABC):
-    """One stage of the build: ``name``, ``folder``, ``reads``, ``steps``; ``plan`` its units, ``run_unit`` one, ``summarise`` their reports."""
+class Stage(BaseStage):
+    """A Beam stage: ``folder``, ``reads``, ``steps``; ``plan`` its units, ``run_unit`` one, ``summarise`` their reports."""
 
-    name: ClassVar[str]  # the module's, the build's and (CamelCase) the transform's name
     folder: ClassVar[str]  # under WORK: the stage's output and its units' reports
     reads: ClassVar[tuple[str, ...]] = ()  # folders of the stages it reads, which must have finished
     steps: ClassVar[tuple[Step, ...]] = ()
-    flags: ClassVar[tuple[str, ...]] = ()  # the BuildConfig settings its own command takes besides --work
 
     def __init__(self, work_root: str) -> None:
         self.work_root = work_root
         self.work = WorkDirs(work_root)
-
-    @classmethod
-    @abstractmethod
-    def from_config(cls, work_root: str, config: BuildConfig) -> Stage:
-        """The stage as the build runs it with ``config``: the one place its settings derive from the build's."""
 
     @property
     def stage_dir(self) -> str:
@@ -114,10 +246,19 @@ class Stage(ABC):
         return summary
 
 
+class HasSteps(Protocol):
+    """What ``RunSteps`` runs: steps in order, the call that runs a unit, the folder its reports go to (a ``Stage``; the docs stage's indexing)."""
+
+    steps: tuple[Step, ...]
+    stage_dir: str
+
+    def run_unit(self, unit: Unit) -> Report: ...
+
+
 class RunSteps(beam.PTransform):
     """A stage's units through each of its steps in turn."""
 
-    def __init__(self, stage: Stage, beam_args: Sequence[str] = ()) -> None:
+    def __init__(self, stage: HasSteps, beam_args: Sequence[str] = ()) -> None:
         super().__init__()
         self.stage = stage
         self.beam_args = list(beam_args)
@@ -130,20 +271,22 @@ class RunSteps(beam.PTransform):
         return units
 
 
+def declared_settings(stage_classes: Iterable[type[BaseStage]]) -> tuple[str, ...]:
+    """Every setting the stages read, once each, in ``BuildConfig``'s order, with the run's own (``--workers``)."""
+    wanted = {name for stage_class in stage_classes for name in stage_class.config_fields} | {"workers"}
+    return tuple(flag.setting for flag in setting_flags() if flag.setting in wanted)
+
+
 def config_parser(description: str, settings: Iterable[str], extra: Callable[[argparse.ArgumentParser], None] = lambda parser: None) -> argparse.ArgumentParser:
-    """Flags for ``settings`` of ``BuildConfig`` (its defaults, help and checks) and ``--config``; the build's and every stage's command."""
+    """Flags for ``settings`` of ``BuildConfig`` (``config.setting_flags``) and ``--config``; the build's and every stage's command."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--config", help="TOML or YAML file with any of these settings; flags win.")
     extra(parser)
-    by_name = {setting.name: setting for setting in fields(BuildConfig)}
-    for name in settings:
-        setting = by_name[name]
-        flag, default = flag_name(name), setting.default
-        if isinstance(default, bool):
-            parser.add_argument(flag, dest=name, action="store_const", const=True, default=None, help=setting.metadata["help"])
+    for flag in setting_flags(settings):
+        if flag.switch:
+            parser.add_argument(flag.flag, dest=flag.setting, action="store_const", const=True, default=None, help=flag.help)
         else:
-            kind = type(default) if isinstance(default, (int, float)) else str
-            parser.add_argument(flag, dest=name, type=kind, default=None, help=setting.metadata["help"])
+            parser.add_argument(flag.flag, dest=flag.setting, type=flag.kind, choices=flag.choices or None, default=None, help=flag.help)
     return parser
 
 
@@ -161,14 +304,26 @@ def beam_flags(beam_args: Sequence[str]) -> list[str]:
     return beam_args
 
 
-def run_job(stage_class: type[Stage], argv: Sequence[str] | None = None) -> Summary:
-    """A stage's own command: ``--work WORK``, its ``flags`` from ``BuildConfig``, Beam's flags; the stage run as the build would."""
-    description = doc_summary(sys.modules[stage_class.__module__].__doc__ or stage_class.__doc__ or stage_class.name)
-    settings = (*stage_class.flags, "workers")
-    parser = config_parser(description, settings, lambda p: p.add_argument("--work", required=True, help="The build's work folder."))
+def stages_parser(stage_classes: Sequence[type[BaseStage]], description: str, work_help: str = "The build's work folder.") -> argparse.ArgumentParser:
+    """The flags of a command running ``stage_classes``: ``--work WORK``, ``--config`` and the settings they declare."""
+    return config_parser(description, declared_settings(stage_classes), lambda p: p.add_argument("--work", required=True, help=work_help))
+
+
+def stages_command(stage_classes: Sequence[type[BaseStage]], description: str, argv: Sequence[str] | None, work_help: str = "The build's work folder.") -> BuildRun:
+    """A command running ``stage_classes`` in turn (``stages_parser``); the flags it does not know go to Beam."""
+    settings = declared_settings(stage_classes)
+    parser = stages_parser(stage_classes, description, work_help)
     args, config, beam_args = parse_config(parser, argv, settings, needs=[name for name in ("dumps", "out") if name in settings])
-    stage = stage_class.from_config(fileio.absolute(args.work), config)
-    return stage.run(beam_args, config.workers or None)
+    run = BuildRun.of(config, args.work)
+    check_stages(stage_classes, run)
+    run_stages(stage_classes, run, beam_args)
+    return run
+
+
+def run_job(stage_class: type[BaseStage], argv: Sequence[str] | None = None) -> Summary:
+    """A stage's own command, run as the build would run it; its summary."""
+    description = doc_summary(sys.modules[stage_class.__module__].__doc__ or stage_class.__doc__ or stage_class.name)
+    return stages_command((stage_class,), description, argv).summaries[stage_class.name]
 
 
 def doc_summary(doc: str) -> str:

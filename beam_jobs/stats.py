@@ -1,7 +1,7 @@
 """Released query files -> ``OUT/stats/``: the Table 7.1-7.4 numbers as TSV and heat maps (docs/method.md section 10).
 
-In a build this stage is no Beam pipeline: the write stage counted every file's
-queries and labels as it wrote them, so ``run_stats`` only draws the tables and
+In a build this stage (``Stats``) is no Beam pipeline: the write stage counted every
+file's queries and labels as it wrote them, so ``run_stats`` only draws the tables and
 maps. ``count_tree`` counts the files of any tree (a download, say) in a Beam
 pipeline, one unit per file.
 
@@ -21,6 +21,7 @@ from dataclasses import asdict
 import apache_beam as beam
 
 from clirmatrix.beam_jobs import common
+from clirmatrix.beam_jobs.stages import BaseStage, BuildRun
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.method.corpus import Folders, WorkDirs
 from clirmatrix.pipeline.output import layout
@@ -78,6 +79,28 @@ def run_stats(out_root: str, rows: Sequence[DirectionStats]) -> StatsSummary:
     for name, data in files.items():
         fileio.write_bytes(fileio.join(stats_dir, name), data)  # local or on an object store
     return StatsSummary(stage="stats", files=len(rows), written=sorted(files))
+
+
+class Stats(BaseStage):
+    """The build's last stage: ``OUT/stats/`` drawn from what the write stage counted (no Beam pipeline)."""
+
+    name = "stats"
+    config_fields = ("out",)
+    after = ("write_release",)
+
+    def __init__(self, work_root: str, out_root: str) -> None:
+        self.work_root, self.out_root = work_root, out_root
+
+    @classmethod
+    def from_run(cls, run: BuildRun) -> Stats:
+        return cls(run.work_root, run.config.out)
+
+    def stale(self, run: BuildRun) -> bool:
+        """Deleted stats are drawn again whatever the record says."""
+        return not fileio.any_under(fileio.join(self.out_root, layout.STATS_DIR))
+
+    def run(self, beam_args: Sequence[str] = (), workers: int | None = None) -> StatsSummary:
+        return run_stats(self.out_root, counted_while_writing(self.work_root))
 
 
 def run(argv: Sequence[str] | None = None) -> dict:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from clirmatrix.beam_jobs.stages import Stage, Step, run_job
+from clirmatrix.beam_jobs.stages import BuildRun, Stage, Step, run_job
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.method import splits
@@ -98,7 +98,8 @@ class WriteRelease(Stage):
         Step(DIRECTIONS, "WriteDirections", "each BI-139 direction written; the MULTI-8 candidate lists gathered block by block"),
         Step(MULTI8, "WriteMulti8", "the MULTI-8 files of each document language"),
     )
-    flags = ("out", "langs", "multi_langs", "seed", "train_size", "eval_size", "base_url")
+    config_fields = ("out", "langs", "multi_langs", "seed", "train_size", "eval_size", "base_url")
+    after = ("propagate",)
 
     def __init__(self, work_root: str, out_root: str, settings: ReleaseSettings = ReleaseSettings(), langs: Sequence[str] = ()) -> None:
         super().__init__(work_root)
@@ -107,8 +108,16 @@ class WriteRelease(Stage):
         self.langs = tuple(sorted(langs))  # none: every language of the build
 
     @classmethod
-    def from_config(cls, work_root: str, config: BuildConfig) -> WriteRelease:
-        return cls(work_root, fileio.absolute(config.out), release_settings(config), config.langs)
+    def from_run(cls, run: BuildRun) -> WriteRelease:
+        return cls(run.work_root, run.config.out, release_settings(run.config), run.langs)
+
+    def fingerprint_inputs(self, run: BuildRun) -> dict:
+        """The candidates per query and the gzip encoder: another encoder (or version) writes other bytes."""
+        return {"candidates": self.settings.candidates, "gzip": self.settings.gzip}
+
+    def stale(self, run: BuildRun) -> bool:
+        """A deleted release is written again whatever the stage's record says."""
+        return not fileio.exists(fileio.join(self.out_root, layout.INDEX))
 
     def plans(self, upstream: dict[str, Summary]) -> list[LanguagePlan]:
         return [plan for plan in language_plans(upstream[Folders.propagated]) if not self.langs or plan.lang in self.langs]

@@ -42,7 +42,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from clirmatrix.beam_jobs.build import STAGES, run_build
+from clirmatrix.beam_jobs.all_stages import STAGE_NAMES
+from clirmatrix.beam_jobs.build import run_build
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.method.languages import MULTI8_LANGUAGES
 from clirmatrix.pipeline.tools.sample import write_sample_dumps
@@ -50,12 +51,16 @@ from clirmatrix.pipeline.tools.sample import write_sample_dumps
 _ONE_BUILD = """
 import json, resource, sys, time
 from dataclasses import replace
-from clirmatrix.beam_jobs.build import STAGES, run_build
+from clirmatrix.beam_jobs.build import run_build
 from clirmatrix.pipeline.config import BuildConfig
+try:
+    from clirmatrix.beam_jobs.all_stages import STAGE_NAMES
+except ImportError:  # a revision from before the stages were declared: build.STAGES named them
+    from clirmatrix.beam_jobs.build import STAGES as STAGE_NAMES
 started = time.perf_counter()
 result = run_build(replace(BuildConfig(), dumps=sys.argv[1], out=sys.argv[2], min_docs=1_000, workers=int(sys.argv[3])))
 renamed = {"link": "link_entities", "write": "write_release"}  # a revision from before the stages took their modules' names
-seconds = {renamed.get(stage, stage): result.stage_seconds[stage] for stage in STAGES}
+seconds = {renamed.get(stage, stage): result.stage_seconds[stage] for stage in STAGE_NAMES}
 seconds["total"] = time.perf_counter() - started
 print("RESULT " + json.dumps(seconds))
 """
@@ -95,7 +100,7 @@ def compare(args: argparse.Namespace, dumps: Path) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
     mine, theirs = times["this tree"], times[args.against]
     print(f"\n| stage | this tree, s (median, range) | {args.against}, s | ratio |\n|---|---:|---:|---:|")
-    for stage in (*STAGES, "total"):
+    for stage in (*STAGE_NAMES, "total"):
         ours, reference = [t[stage] for t in mine], [t[stage] for t in theirs]
         cell = lambda values: f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"  # noqa: E731
         print(f"| {stage} | {cell(ours)} | {cell(reference)} | {statistics.median(ours) / statistics.median(reference):.2f} |")
@@ -132,7 +137,7 @@ def against_plan(args: argparse.Namespace, dumps: Path, out: Path) -> None:
         finally:
             logging.getLogger("clirmatrix").removeHandler(watch)
             watch.close()
-        rounds.append({"total": total, **{stage: {"seconds": result.stage_seconds[stage], **watch.stages.get(stage, {})} for stage in STAGES}})
+        rounds.append({"total": total, **{stage: {"seconds": result.stage_seconds[stage], **watch.stages.get(stage, {})} for stage in STAGE_NAMES}})
         print(f"round {round_ + 1}: {total:.1f} s", flush=True)
 
     def cell(values: list[float], digits: int = 1) -> str:
@@ -145,9 +150,9 @@ def against_plan(args: argparse.Namespace, dumps: Path, out: Path) -> None:
         mb_ratio = f"{statistics.median(memory) / stage.largest_unit_mb:.2f}" if stage.largest_unit_mb else "-"
         print(f"| {stage.stage} | {stage.wall_seconds:.1f} | {cell(seconds)} | {statistics.median(seconds) / stage.wall_seconds:.2f} | {stage.largest_unit_mb:,.0f} | {cell(memory, 0)} | {mb_ratio} |")
     totals = [r["total"] for r in rounds]
-    stage_sums = [sum(r[stage]["seconds"] for stage in STAGES) for r in rounds]
-    worker = [max(r[stage].get("worker_peak_mb", 0.0) for stage in STAGES) for r in rounds]
-    driver = [max(r[stage].get("driver_peak_mb", 0.0) for stage in STAGES) for r in rounds]
+    stage_sums = [sum(r[stage]["seconds"] for stage in STAGE_NAMES) for r in rounds]
+    worker = [max(r[stage].get("worker_peak_mb", 0.0) for stage in STAGE_NAMES) for r in rounds]
+    driver = [max(r[stage].get("driver_peak_mb", 0.0) for stage in STAGE_NAMES) for r in rounds]
     time_ratio, worker_ratio = statistics.median(stage_sums) / projected.wall_seconds, statistics.median(worker) / projected.peak_worker_mb
     print(f"| **stages** | **{projected.wall_seconds:.1f}** | {cell(stage_sums)} | **{time_ratio:.2f}** | **{projected.peak_worker_mb:,.0f}** | {cell(worker, 0)} | **{worker_ratio:.2f}** |")
     driver_ratio = statistics.median(driver) / projected.driver_mb
@@ -205,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"\nbuild of {len(MULTI8_LANGUAGES)} languages x ~{args.docs:,} articles, {args.workers} worker processes: {total:.1f} s")
     print("\n| stage | seconds |\n|---|---:|")
-    for stage in STAGES:
+    for stage in STAGE_NAMES:
         print(f"| {stage} | {result.stage_seconds[stage]:.1f} |")
     driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

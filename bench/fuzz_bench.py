@@ -10,7 +10,7 @@ way at a time, at a random place:
 - ``delete``, ``duplicate``, ``garble``: one line removed, doubled, or overwritten
   with noise, inside the decompressed text (then compressed again).
 
-Each damaged file is read as the docs stage reads it (``extract_docs.plan_units``: a
+Each damaged file is read as the docs stage reads it (``extraction.docs.plan_units``: a
 bz2 XML dump in ranges of bz2 blocks, the HTML dump through its seek index in ranges of
 its members, the rest whole; ranges of 16 kB so that every file is several) or as the
 Wikidata reader does, and judged by the jobs' own checks (``check_bad_fraction``, and
@@ -46,10 +46,10 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from clirmatrix.beam_jobs import extract_docs
 from clirmatrix.pipeline.errors import InputError
+from clirmatrix.pipeline.extraction import docs as extract_docs
 from clirmatrix.pipeline.formats.wikidata import SitelinkFilter, read_sitelinks
-from clirmatrix.pipeline.io import bz2_ranges, fileio, gzip_parts
+from clirmatrix.pipeline.io import bz2_ranges, fileio
 from clirmatrix.pipeline.io.badinput import DamagedInputError, FileReport, TooManyBadRecords, check_bad_fraction
 from clirmatrix.pipeline.method.dumps import CIRRUS, HTML, XML, DumpFile
 from clirmatrix.pipeline.tools.sample import write_sample_dumps
@@ -161,14 +161,9 @@ def read_counts(item: Input, path: Path) -> FileReport:
     work = str(path.parent / "_work")
     fileio.remove_tree(work)
     if item.kind == HTML:
-        spacing, part_bytes = extract_docs.index_spacing(SPLIT_BYTES), extract_docs.index_part_bytes(SPLIT_BYTES)
-        for number in range(gzip_parts.plan_parts(path.stat().st_size, part_bytes)):  # the stage's units, in this process
-            part = extract_docs.index_dump_part(dump, work, spacing, part_bytes, number)
-            if "error" in part:
-                raise DamagedInputError(part["error"])
-        index = extract_docs.join_dump_index(dump, work, spacing, part_bytes)
-        if "error" in index:
-            raise DamagedInputError(index["error"])
+        for unit in extract_docs.index_units({item.lang: [dump]}, SPLIT_BYTES):  # the stage's units, in this process
+            run = extract_docs.index_dump_part if unit.step == extract_docs.INDEX_PART else extract_docs.join_dump_index
+            extract_docs.check_indexes([run(work, unit.task, SPLIT_BYTES)])
     reports, parts = [], []
     for unit in extract_docs.plan_units({item.lang: [dump]}, SPLIT_BYTES, work):
         unit_report, pieces = FileReport(file=str(path), lang=item.lang), []

@@ -43,7 +43,7 @@ from pathlib import Path
 import orjson
 from isal import igzip
 
-from clirmatrix.beam_jobs import extract_docs
+from clirmatrix.pipeline.extraction import docs as extract_docs
 from clirmatrix.pipeline.io import fileio, gzip_index, inflate
 from clirmatrix.pipeline.io.badinput import FileReport
 from clirmatrix.pipeline.method import dumps, html_scan, html_text
@@ -137,7 +137,7 @@ def units_of(kind: str, dump: dumps.DumpFile, split_bytes: int, work: Path) -> l
         index_dir = work / "_index"
         index_dir.mkdir(parents=True, exist_ok=True)
         spacing = extract_docs.index_spacing(split_bytes)
-        path = extract_docs.index_path(str(work), dump, spacing)
+        path = extract_docs.index_path(str(work), dump.path, spacing)
         if not Path(path).exists():
             with fileio.open_raw(dump.path) as raw:
                 fileio.write_bytes(path, gzip_index.build_index(raw, dump.path, spacing, tar=True).to_bytes())

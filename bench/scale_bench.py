@@ -77,7 +77,7 @@ import numpy as np
 import scale_realistic
 from scale_realistic import DaskCluster, StageWatch, build_on_dask, folder_bytes, peak_rss_mb, reset_peak
 
-from clirmatrix.beam_jobs.build import STAGES
+from clirmatrix.beam_jobs.all_stages import STAGE_NAMES
 from clirmatrix.pipeline.tools import plan as planning
 from clirmatrix.pipeline.tools.plan import FULL_PAIRS_PER_QUERY, RELEASE_FULL_PAIRS, RELEASE_LANGUAGES, RELEASE_QUERIES
 
@@ -106,7 +106,7 @@ def run_size(docs: int, args: argparse.Namespace) -> dict:
         "docs": docs,
         "work": result.work,
         "seconds": round(total, 1),
-        "stages": {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGES},
+        "stages": {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGE_NAMES},
         "units": unit_costs(result),
         "released_mb": round(sum(entry["bytes"] for entry in result.summaries["write_release"].sets.values()) / 1e6, 1),
         **build_facts(str(dumps), result),
@@ -226,7 +226,7 @@ def project(runs: list[dict], shard_docs: int) -> dict:
     runs = sorted(runs, key=lambda run: run["docs"])
     big, bigger = runs[-2:] if len(runs) > 1 else runs * 2
     memory = {}
-    for stage in STAGES:
+    for stage in STAGE_NAMES:
         low, high = big["stages"][stage]["worker_peak_mb"], bigger["stages"][stage]["worker_peak_mb"]
         slope = (high - low) / (bigger["docs"] - big["docs"]) if bigger["docs"] != big["docs"] else 0.0
         # Retrieval's largest unit is one shard of at most shard_docs documents, whatever the language's size.
@@ -381,7 +381,7 @@ def small_builds(args: argparse.Namespace) -> list[dict]:
         first = rounds[0]
         stages = {
             stage: {key: statistics.median(r["stages"][stage].get(key, 0.0) for r in rounds) for key in ("seconds", "worker_peak_mb", "driver_peak_mb")}
-            for stage in STAGES
+            for stage in STAGE_NAMES
         }
         merged.append({**first, "name": name, "stages": stages, "rounds": [r["stages"] for r in rounds], "workers": args.workers})
     return merged
@@ -401,7 +401,7 @@ def _one_local_build(dumps: str, out: str, workers: int) -> tuple[dict, dict]:
     finally:
         logging.getLogger("clirmatrix").removeHandler(watch)
         watch.close()
-    return {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGES}, build_facts(dumps, result)
+    return {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGE_NAMES}, build_facts(dumps, result)
 
 
 def extraction_rates(args: argparse.Namespace) -> dict[str, float]:
@@ -414,7 +414,7 @@ def extraction_rates(args: argparse.Namespace) -> dict[str, float]:
     """
     import statistics
 
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings, DocsUnit, ExtractDumpFile
+    from clirmatrix.pipeline.extraction.docs import DocsSettings, DocsUnit, extract_unit
     from clirmatrix.pipeline.method.dumps import discover
     from clirmatrix.pipeline.tools.sample import write_sample_dumps
 
@@ -425,22 +425,16 @@ def extraction_rates(args: argparse.Namespace) -> dict[str, float]:
         dumps = root / inputs
         if not (dumps / "sample-truth.json").exists():
             write_sample_dumps(dumps, args.kinds_docs, ("en", "ar", "fr"), broken=False, inputs=inputs)
-        reader = ExtractDumpFile(str(root / "docs"), DocsSettings())
-        reader.setup()
         for files in discover(str(dumps)).docs.values():
             for dump in files:
                 key = planning.extract_key(dump.kind, dump.path)
-                run = functools.partial(_read_whole, reader, DocsUnit(0, dump))
+                run = functools.partial(extract_unit, str(root / "docs"), DocsUnit(0, dump), DocsSettings())
                 run()
                 cpu[key] = cpu.get(key, 0.0) + statistics.median(_process_cpu(run) for _ in range(args.kinds_rounds))
                 size[key] = size.get(key, 0) + os.path.getsize(dump.path)
     rates = {key: cpu[key] / size[key] for key in cpu}
     print("extraction, CPU a compressed MB: " + ", ".join(f"{key} {rate * 1e6:.2f} s" for key, rate in sorted(rates.items())), flush=True)
     return rates
-
-
-def _read_whole(reader, unit) -> list:
-    return list(reader.process(unit))
 
 
 def _process_cpu(run) -> float:
@@ -504,7 +498,7 @@ def fit_cost_model(runs: list[dict], small: list[dict], base: dict, workers: int
         units = planning.stage_units(docs, inputs, settings)
         cpu = planning.stage_cpu(inputs, docs, model, settings, shape)
         found = {}
-        for stage in STAGES:
+        for stage in STAGE_NAMES:
             parallel = planning.stage_workers(stage, units[stage], workers, workers)
             work, unit_seconds = cpu[stage]
             found[stage] = (build["stages"][stage]["seconds"] - max(work / parallel, unit_seconds), units[stage] / parallel, units[stage])
@@ -512,7 +506,7 @@ def fit_cost_model(runs: list[dict], small: list[dict], base: dict, workers: int
 
     overhead: dict[str, dict[str, dict[str, float]]] = {"local": {}, "dask": {}}
     local = [residuals(build) for build in small]
-    for stage in STAGES:
+    for stage in STAGE_NAMES:
         left = np.array([r[stage][0] for r in local])
         spread = np.array([r[stage][1] for r in local])
         if len(local) > 1 and np.ptp(spread) > 0:
@@ -523,14 +517,14 @@ def fit_cost_model(runs: list[dict], small: list[dict], base: dict, workers: int
             per_unit, fixed = 0.0, float(left.mean()) if len(left) else 0.0
         overhead["local"][stage] = {"fixed": round(max(float(fixed), 0.0), 3), "per_unit": round(max(float(per_unit), 0.0), 4)}
     dask = [residuals(run) for run in runs]
-    for stage in STAGES:
+    for stage in STAGE_NAMES:
         overhead["dask"][stage] = {**empty, "fixed": round(max(float(np.median([r[stage][0] for r in dask])), 0.0), 3)} if dask else empty
 
     # Memory: each stage's worker baseline and its growth with the units a worker runs (allocations kept between units),
     # fitted over the small local builds; Dask's extra from the stage that streams (extract_docs); what grows with the
     # largest unit's documents from the Dask runs.
     base_mb, per_unit_mb, most_units = {}, {}, {}
-    for stage in STAGES:
+    for stage in STAGE_NAMES:
         peaks = np.array([build["stages"][stage]["worker_peak_mb"] for build in small])
         spread = np.array([r[stage][1] for r in local])
         slope, intercept = np.polyfit(spread, peaks, 1) if len(small) > 1 and np.ptp(spread) > 0 else (0.0, float(peaks.min()))
@@ -541,14 +535,14 @@ def fit_cost_model(runs: list[dict], small: list[dict], base: dict, workers: int
     # Local workers: the peak grows with the documents a worker ran through (the build's over the stage's workers), or
     # with its largest unit's (a language's index, a block): per stage, whichever explains the small builds better.
     growth = {}
-    for stage in STAGES:
+    for stage in STAGE_NAMES:
         peaks = [b["stages"][stage]["worker_peak_mb"] for b in small]
         through = local_growth([sum(b["languages"].values()) * r[stage][1] / max(r[stage][2], 1) for b, r in zip(small, local, strict=True)], peaks)
         unit = local_growth([planning.largest_unit_docs(stage, max(b["languages"].values()), settings) for b in small], peaks)
         fits = [(fit["error"], {**fit, "by": by}) for by, fit in (("worker", through), ("unit", unit)) if fit]
         growth[stage] = min(fits, key=lambda pair: pair[0])[1] if fits else None
     per_amount = {}
-    for stage in STAGES:
+    for stage in STAGE_NAMES:
         slopes = []
         for run in runs:
             amount = planning.unit_amounts(stage, max(run["languages"].values()), settings)
@@ -690,7 +684,7 @@ def print_report(runs: list[dict], projection: dict, settings: argparse.Namespac
     print(f"\n{settings.workers} dask workers ({settings.memory_limit} each), shard_docs {settings.shard_docs:,}, block_size {settings.block_size:,}")
     header = "| stage | " + " | ".join(f"{run['docs'] // 1000:,}k: s / worker MB" for run in runs) + " | growth, last two | English MB (projected) |"
     print(header + "\n|---|" + "---:|" * (len(runs) + 2))
-    for stage in STAGES:
+    for stage in STAGE_NAMES:
         cells = [f"{run['stages'][stage]['seconds']:.0f} / {run['stages'][stage]['worker_peak_mb']:,.0f}" for run in runs]
         entry = projection["memory"][stage]
         print(f"| {stage} | " + " | ".join(cells) + f" | {entry['growth_percent']:+.1f}% | {entry['english_mb']:,} |")

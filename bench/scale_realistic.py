@@ -34,7 +34,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from clirmatrix.beam_jobs.build import STAGES
+from clirmatrix.beam_jobs.all_stages import STAGE_NAMES
 from clirmatrix.pipeline.tools import plan as planning
 
 UNIT_LOG_ENV = "CLIRMATRIX_BENCH_UNIT_LOG"  # where the workers log each unit (``dask_setup``)
@@ -218,8 +218,8 @@ def _watched(cls: type, process, folder: str):
         try:
             yield from process(self, element, *args, **kwargs)
         finally:
-            record = {"dofn": cls.__name__, "unit": _unit_name(element), "began": round(began, 3), "seconds": round(time.perf_counter() - wall, 3),
-                      "cpu_seconds": round(time.process_time() - cpu, 3), "peak_mb": round(peak_rss_mb(pid), 1), "pid": pid}
+            record = {"dofn": cls.__name__, "step": getattr(self, "step", None), "unit": _unit_name(element), "began": round(began, 3),
+                      "seconds": round(time.perf_counter() - wall, 3), "cpu_seconds": round(time.process_time() - cpu, 3), "peak_mb": round(peak_rss_mb(pid), 1), "pid": pid}
             with open(os.path.join(folder, f"{pid}.jsonl"), "a") as log:
                 log.write(json.dumps(record) + "\n")
 
@@ -231,18 +231,8 @@ def _unit_name(element) -> str:
     name = getattr(element, "name", None)
     if isinstance(name, str):
         return name
-    dump = getattr(element, "dump", None)
-    if dump is not None:  # extract_docs: a dump file or a range of one
-        part = getattr(element, "part", None)
-        return f"extract {os.path.basename(dump.path)}" + (f" #{element.rank}" if part is not None else "")
-    if isinstance(element, tuple) and len(element) == 2:
-        first, second = element
-        if hasattr(first, "path") and isinstance(second, int):
-            return f"index part {os.path.basename(first.path)} {second}"
-        if isinstance(first, str):
-            return f"{first} ({type(second).__name__})"
-    if hasattr(element, "path"):
-        return f"index join {os.path.basename(element.path)}"
+    if isinstance(element, tuple) and len(element) == 2 and isinstance(element[0], str):
+        return f"{element[0]} ({type(element[1]).__name__})"
     return repr(element)[:120]
 
 
@@ -323,11 +313,11 @@ def run_realistic(docs: int, args: argparse.Namespace) -> dict:
     rates = measured_rates(result.work, docs)
     windows = {stage: entry["window"] for stage, entry in watch.stages.items()}
     units = read_unit_log(units_dir, windows)
-    stages = {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGES}
+    stages = {name: {"seconds": result.stage_seconds[name], **watch.stages.get(name, {})} for name in STAGE_NAMES}
     for unit in units:  # run before a resume: the stage by the unit (a stage that the killed run had not finished: "killed")
         if not unit["stage"]:
             unit["stage"] = _stage_of(unit)
-    for name in set(STAGES) - set(watch.stages):  # done before a resume: its units' records (the driver's CPU and memory not known)
+    for name in set(STAGE_NAMES) - set(watch.stages):  # done before a resume: its units' records (the driver's CPU and memory not known)
         done = [unit for unit in units if unit["stage"] == name]
         if done:
             stages[name].update({"cpu_seconds": round(sum(unit["cpu_seconds"] for unit in done), 2), "worker_peak_mb": max(unit["peak_mb"] for unit in done),
@@ -401,12 +391,15 @@ def refit_cost_model(paths: list[Path], model_path: Path, command: str) -> None:
 
 
 def _stage_of(unit: dict) -> str:
-    """The stage of a unit recorded before a resume (its stage's window was in the killed driver), by its DoFn and name."""
-    if unit["dofn"] in ("ExtractDumpFile", "IndexGzipPart", "JoinGzipIndex", "FinalizeLanguage"):
+    """The stage of a unit recorded before a resume (its stage's window was in the killed driver), by its step and name."""
+    from clirmatrix.pipeline.extraction import docs, links
+
+    step = unit.get("step")
+    if step in (docs.INDEX_PART, docs.INDEX_JOIN, docs.EXTRACT, docs.FINALIZE):
         return "extract_docs"
-    if "wikidatawiki" in unit["unit"] or "items_per_site" in unit["unit"]:
+    if step == links.READ or "wikidatawiki" in unit["unit"] or "items_per_site" in unit["unit"]:
         return "extract_sitelinks"
-    if unit["dofn"] == "RunUnits" and unit["unit"].replace("-", "").isalpha():
+    if step == "link":
         return "link_entities"
     return "killed"
 
@@ -442,7 +435,7 @@ def print_realistic(run: dict) -> None:
     print("\n| stage | units | plan CPU s | measured CPU s | measured / plan | plan wall s | measured wall s | measured / plan | plan worker MB | measured worker MB | measured / plan |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     totals = [0.0] * 4
-    for stage in STAGES:
+    for stage in STAGE_NAMES:
         p, m = plan["stages"][stage], run["stages"][stage]
         peak = max([m.get("worker_peak_mb", 0.0)] + [u["peak_mb"] for u in by_stage.get(stage, [])])
         ratio = lambda a, b: f"{a / b:.2f}" if b else "-"  # noqa: E731
@@ -458,7 +451,7 @@ def print_realistic(run: dict) -> None:
           f"OUT {run['out_bytes'] / 1e9:.1f} GB (plan {plan['disk']['out'] / 1e9:.1f})")
     print("\n| stage | units measured | largest unit by CPU: CPU s / wall s / peak MB | largest unit by memory: peak MB / CPU s | plan's largest unit s / MB |")
     print("|---|---:|---|---|---:|")
-    for stage in STAGES:
+    for stage in STAGE_NAMES:
         found = by_stage.get(stage, [])
         if not found:
             continue

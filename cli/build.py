@@ -5,14 +5,21 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from clirmatrix.cli.common import config_options, console
+from clirmatrix.cli.common import DeclaredOptions, config_options, console
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@config_options(
-    ("dumps", "out", "langs", "skip_missing", "source", "links", "min_docs", "max_bad_fraction", "split_mb", "workers"),
-    {"out": "Folder for docs/, sitelinks/, entity_docs/ Parquet."},
-    config_file=False,
+def _extract_settings() -> tuple[str, ...]:
+    """What the extraction stages declare (``beam_jobs.all_stages``), and ``--out`` for their Parquet."""
+    from clirmatrix.beam_jobs.all_stages import extraction_settings
+
+    return (*extraction_settings(), "out")
+
+
+@click.command(
+    cls=DeclaredOptions,
+    settings=_extract_settings,
+    helps={"out": "Folder for docs/, sitelinks/, entity_docs/ Parquet."},
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
 )
 @click.pass_context
 def extract(ctx: click.Context, **flags) -> None:

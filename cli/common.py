@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import fields
+from collections.abc import Callable, Iterable
 
 import click
 from rich.console import Console
@@ -24,28 +24,47 @@ def comma_list_or_none(value: str | None) -> list[str] | None:
 
 
 def config_options(names: tuple[str, ...] = (), helps: dict[str, str] | None = None, config_file: bool = True):
-    """One flag per ``BuildConfig`` field (or per field in ``names``), help and type read from the field: the one source.
+    """One flag per ``BuildConfig`` setting (or per setting in ``names``), as ``config.setting_flags`` reads them from its fields.
 
     Flags default to None, so a config file's value (or the dataclass default) fills
-    what the command line leaves out; ``BuildConfig.check`` judges the result. ``helps``
-    rewords a flag for a command that uses it differently (``extract --out``).
+    what the command line leaves out; ``BuildConfig.check`` judges the result.
     """
-    from clirmatrix.pipeline.config import BuildConfig, flag_name
 
     def decorate(command):
-        for setting in reversed([s for s in fields(BuildConfig) if not names or s.name in names]):
-            rule, default = setting.metadata, setting.default
-            shown = ",".join(default) if isinstance(default, tuple) else default
-            required = " [required: as a flag or in the config file]" if config_file else " [required]"
-            help_text = (helps or {}).get(setting.name, rule["help"]) + (required if rule.get("required") else "")
-            if "[default:" not in help_text and not rule.get("required") and shown not in ("", ()):
-                help_text += f" [default: {shown}]"
-            kind = click.Choice(rule["choices"]) if "choices" in rule else None if isinstance(default, (str, tuple)) else type(default)
-            flag = flag_name(setting.name)
-            if isinstance(default, bool):
-                command = click.option(flag, setting.name, is_flag=True, default=None, help=help_text)(command)
-            else:
-                command = click.option(flag, setting.name, type=kind, default=None, help=help_text)(command)
+        for decls, attrs in reversed(_options(names, helps, config_file)):
+            command = click.option(*decls, **attrs)(command)
         return command
 
     return decorate
+
+
+def _options(names: Iterable[str], helps: dict[str, str] | None, config_file: bool) -> list[tuple[list[str], dict]]:
+    """Each setting flag's click declaration and attributes; None by default, so an unset flag leaves the file's value."""
+    from clirmatrix.pipeline.config import setting_flags
+
+    options = []
+    for flag in setting_flags(names, helps, config_file):
+        if flag.switch:
+            options.append(([flag.flag, flag.setting], {"is_flag": True, "default": None, "help": flag.help}))
+        else:
+            kind = click.Choice(flag.choices) if flag.choices else None if flag.kind is str else flag.kind
+            options.append(([flag.flag, flag.setting], {"type": kind, "default": None, "help": flag.help}))
+    return options
+
+
+class DeclaredOptions(click.Command):
+    """A command whose setting flags are named by the stages' declarations (``settings()``), read only when the command is used.
+
+    The declarations live in the stage modules, which import Beam (a second and more);
+    ``clirmatrix --help`` and the other commands never pay for that.
+    """
+
+    def __init__(self, *args, settings: Callable[[], Iterable[str]], helps: dict[str, str] | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._settings, self._helps, self._declared = settings, helps, False
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        if not self._declared:
+            self._declared = True
+            self.params[:0] = [click.Option(decls, **attrs) for decls, attrs in _options(tuple(self._settings()), self._helps, config_file=False)]
+        return super().get_params(ctx)

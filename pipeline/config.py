@@ -17,7 +17,7 @@ comma-separated strings. Example ``build.toml``::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from clirmatrix.pipeline.settings import (
     DEFAULT_SEED,
     DEFAULT_SPLIT_BYTES,
     DEFAULT_SPLIT_MB,
+    DEFAULT_THREADS,
     DEFAULT_TRAIN_SIZE,
     ConfigError,
     comma_list,
@@ -62,11 +63,12 @@ def _setting(default: object, help: str, **rule: object) -> object:
 class BuildConfig:
     """Everything a build depends on (docs/method.md): each setting's default, help and check, in one place."""
 
-    dumps: str = _setting("", "Folder (or gs://, s3:// prefix) with {lang}wiki-* dumps and one Wikidata dump.", required=True)
+    # fingerprint=False: the value itself never enters a stage's fingerprint (why, on each); what it selects does.
+    dumps: str = _setting("", "Folder (or gs://, s3:// prefix) with {lang}wiki-* dumps and one Wikidata dump.", required=True, fingerprint=False)  # the files found enter
     out: str = _setting("", "Output folder: BI-139/, MULTI-8/, DOCS/, DOCS-FULL/, downloads.json.gz, stats/, manifest.json, report.html.", required=True)
-    work: str = _setting("", "Intermediate Parquet [default: OUT/.work].")
-    langs: tuple[str, ...] = _setting((), "Comma-separated languages [default: every language found].")
-    skip_missing: bool = _setting(False, "Skip languages of --langs that have no dump [default: an error].")
+    work: str = _setting("", "Intermediate Parquet [default: OUT/.work].", fingerprint=False)  # where the records are
+    langs: tuple[str, ...] = _setting((), "Comma-separated languages [default: every language found].", fingerprint=False)  # the dumps found and languages kept enter
+    skip_missing: bool = _setting(False, "Skip languages of --langs that have no dump [default: an error].", fingerprint=False)  # the dumps found enter
     multi_langs: tuple[str, ...] = _setting(MULTI8_LANGUAGES, "MULTI-8 languages, built when all are present.")
     seed: int = _setting(DEFAULT_SEED, "Seed of the splits and the filler documents.")
     min_docs: int = _setting(DEFAULT_MIN_DOCS, "Drop languages with fewer documents.", min=0)
@@ -78,24 +80,27 @@ class BuildConfig:
     b: float = _setting(_BM25.b, "BM25 b.", min=0, max=1)
     title_boost: float = _setting(_BM25.title_boost, "Weight of the title field.", above=0)
     combine: str = _setting(_BM25.combine, "How title and text scores combine.", choices=COMBINATIONS)
-    source: str = _setting("auto", "Which dump kind to read documents from [default: the newest; cirrus, html, xml for one date].", choices=SOURCES)
+    source: str = _setting("auto", "Which dump kind to read documents from [default: the newest; cirrus, html, xml for one date].", choices=SOURCES, fingerprint=False)  # the dumps found enter
     links: str = _setting(
         "auto",
         "Where entity links come from: items-per-site (wb_items_per_site SQL dump), wikidata-json (the JSON dump), or the pages' own items "
         "(record: from HTML and CirrusSearch records; page-props: also from page_props SQL dumps) [default: the first found of "
         "items-per-site, wikidata-json, then the pages' own].",
         choices=LINKS,
+        fingerprint=False,  # the source found enters
     )
     max_bad_fraction: float = _setting(DEFAULT_MAX_BAD_FRACTION, "Fail when more input than this is bad.", min=0, max=1)
     base_url: str = _setting("", "URL prefix written into downloads.json.gz [default: OUT's own file:// URL].")
-    es_url: str = _setting("", "Elasticsearch for --engine elasticsearch: one URL, or en=URL,de=URL [default: $CLIRMATRIX_ES_URL].")
-    workers: int = _setting(0, "Local worker processes, 1 or more [default: one per unit of work, up to the cores].", min=1, unset=(0, "one per unit of work, up to the cores"))
-    threads: int = _setting(1, "Search threads per worker.", min=1)
+    es_url: str = _setting("", "Elasticsearch for --engine elasticsearch: one URL, or en=URL,de=URL [default: $CLIRMATRIX_ES_URL].", fingerprint=False)  # where
+    workers: int = _setting(
+        0, "Local worker processes, 1 or more [default: one per unit of work, up to the cores].", min=1, unset=(0, "one per unit of work, up to the cores"), fingerprint=False
+    )  # how many
+    threads: int = _setting(DEFAULT_THREADS, "Search threads per worker.", min=1, fingerprint=False)  # how many
     shard_docs: int = _setting(DEFAULT_SHARD_DOCS, "Documents per retrieval shard; results do not depend on it.", min=1)
     block_size: int = _setting(DEFAULT_BLOCK_SIZE, "Queries per unit of labelling, propagation and writing.", min=1)
     search_unit_queries: int = _setting(
-        DEFAULT_SEARCH_UNIT_QUERIES, "Queries per search unit of a sharded language, in whole blocks; results do not depend on it.", min=1
-    )
+        DEFAULT_SEARCH_UNIT_QUERIES, "Queries per search unit of a sharded language, in whole blocks; results do not depend on it.", min=1, fingerprint=False
+    )  # how the searching is cut: no file depends on it
     split_mb: int = _setting(DEFAULT_SPLIT_MB, "Compressed MB per unit of extraction for dumps read in ranges (Enterprise HTML, bz2 XML, bz2 Wikidata JSON); results do not depend on it.", min=1)
 
     @property
@@ -221,6 +226,49 @@ def resolve(config_file: str | None, flags: dict[str, object], needs: Sequence[s
         raise
 
 
+def fingerprinted(config: BuildConfig, names: Iterable[str]) -> dict[str, object]:
+    """The values of ``names`` that enter a stage's fingerprint: all but those a setting marks ``fingerprint=False``."""
+    return {name: getattr(config, name) for name in names if _FIELDS[name].metadata.get("fingerprint", True)}
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A setting as a command-line flag: what either command-line library (click, argparse) is given, read from its field."""
+
+    setting: str  # the BuildConfig field
+    flag: str  # --min-docs
+    help: str  # the field's help, with its default (and "required") said
+    kind: type  # str, int or float; a list is a comma-separated str
+    choices: tuple[str, ...] = ()
+    switch: bool = False  # a bool setting: given or not
+
+
+def setting_flags(names: Iterable[str] = (), helps: dict[str, str] | None = None, config_file: bool = True) -> list[Flag]:
+    """The flags of ``names`` (every setting when empty), in ``BuildConfig``'s order: the one source of every command's setting flags.
+
+    ``helps`` rewords a flag for a command that uses it differently (``extract --out``);
+    ``config_file``: whether the command also reads them from ``--config``.
+    """
+    wanted = set(names)
+    flags = []
+    for setting in fields(BuildConfig):
+        if wanted and setting.name not in wanted:
+            continue
+        rule, default = setting.metadata, setting.default
+        shown = ",".join(default) if isinstance(default, tuple) else default
+        help_text = (helps or {}).get(setting.name, rule["help"])
+        if rule.get("required"):
+            help_text += " [required: as a flag or in the config file]" if config_file else " [required]"
+        elif "[default:" not in help_text and shown not in ("", ()):
+            help_text += f" [default: {shown}]"
+        kind = type(default) if isinstance(default, (bool, int, float)) else str
+        flags.append(Flag(setting.name, flag_name(setting.name), help_text, kind, tuple(rule.get("choices", ())), isinstance(default, bool)))
+    unknown = wanted - {flag.setting for flag in flags}
+    if unknown:
+        raise KeyError(f"not a setting of BuildConfig: {', '.join(sorted(unknown))}")
+    return flags
+
+
 def as_dict(config: BuildConfig) -> dict:
     """The settings as written into ``manifest.json``."""
     return {name: (list(value) if isinstance(value, tuple) else value) for name, value in ((f, getattr(config, f)) for f in _FIELDS)}
@@ -228,5 +276,5 @@ def as_dict(config: BuildConfig) -> dict:
 
 __all__ = [
     "DEFAULT_EVAL_SIZE", "DEFAULT_MIN_DOCS", "DEFAULT_SEED", "DEFAULT_SPLIT_BYTES", "DEFAULT_SPLIT_MB", "DEFAULT_TRAIN_SIZE", "ENGINES",
-    "BuildConfig", "ConfigError", "as_dict", "comma_list", "flag_name", "read_config_file", "resolve",
+    "BuildConfig", "ConfigError", "Flag", "as_dict", "comma_list", "fingerprinted", "flag_name", "read_config_file", "resolve", "setting_flags",
 ]  # fmt: skip

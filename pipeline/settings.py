@@ -20,6 +20,7 @@ DEFAULT_EVAL_SIZE = 1_000  # dev, test1, test2 queries per direction (7.2.4)
 DEFAULT_K = 100  # documents kept per query (the paper's top 100)
 DEFAULT_SPLIT_MB = 128  # compressed MB per unit of a dump read in ranges: ~2 core-minutes of English XML (docs/scale.md)
 DEFAULT_SPLIT_BYTES = DEFAULT_SPLIT_MB << 20
+DEFAULT_THREADS = 1  # search threads per worker: a worker is one core (docs/scale.md)
 
 
 class ConfigError(InvalidInputError):

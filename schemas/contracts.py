@@ -92,6 +92,33 @@ class Unit:
 
 
 @dataclass(frozen=True)
+class IndexPartTask:
+    """One part of an Enterprise HTML dump (tar.gz) indexed: part ``number`` of ``4 x --split-mb`` compressed bytes (extract_docs, before it plans)."""
+
+    path: str
+    number: int
+
+
+@dataclass(frozen=True)
+class IndexJoinTask:
+    """An Enterprise HTML dump's index parts joined into its seek index (extract_docs, before it plans)."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class FinalizeTask:
+    """One language's documents finalised once its dumps are read: repeated ids dropped, counted (extract_docs).
+
+    Its dumps' units (``pipeline.extraction.docs.DocsUnit``, their own tasks) are named in
+    ``units``: it reads their reports.
+    """
+
+    lang: str
+    units: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class LanguageTask:
     """One language's documents matched to their entities (link_entities)."""
 
@@ -256,13 +283,55 @@ def _field_readers(kind: type) -> dict[str, Callable[[object], object] | None]:
 
 
 def _reader(hint: object) -> Callable[[object], object] | None:
-    """How a stored value of type ``hint`` reads back: a dataclass, or a mapping of dataclasses by name, as their type; None for anything else."""
+    """How a stored value of type ``hint`` reads back: a dataclass, or a list or mapping of dataclasses, as their type; None for anything else."""
     if is_dataclass(hint):
         return lambda value: _as(hint, value)
+    if get_origin(hint) is list and is_dataclass(get_args(hint)[0]):
+        item = get_args(hint)[0]
+        return lambda value: [_as(item, entry) for entry in value]
     if get_origin(hint) is dict and is_dataclass(get_args(hint)[1]):
         item = get_args(hint)[1]
         return lambda value: {key: _as(item, entry) for key, entry in value.items()}
     return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexPartReport(Report):
+    """A part of a tar.gz dump indexed: whether it held a block start, the bytes it decoded and its head; or why the file is damaged."""
+
+    file: str
+    part: int
+    seconds: float
+    empty: bool | None = None
+    decoded: int | None = None  # bytes of the stream the part decoded
+    head: int | None = None  # of which those left to the join (decoded without the real window)
+    error: str = ""  # the file is damaged: the stage stops, naming it
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexJoinReport(Report):
+    """A tar.gz dump's seek index joined from its parts (or made in one pass): its checkpoints, members and size; or why not."""
+
+    file: str
+    seconds: float
+    joined: dict[str, int] | None = None  # ``gzip_parts.join_parts``'s report: parts, empty parts, head bytes decoded again, bytes fetched
+    one_pass: str = ""  # why the parts did not join: the dump was indexed in one pass instead
+    checkpoints: int | None = None
+    members: int | None = None
+    uncompressed: int | None = None
+    missing_parts: list[int] | None = None  # parts that wrote no index (each reported the damage it found): nothing joined
+    error: str = ""  # the file is damaged: the stage stops, naming it
+
+
+@dataclass(frozen=True, kw_only=True)
+class DocsUnitReport(Report):
+    """A dump file or range read into its docs Parquet: its rank in its language, its output and its bad-input ``FileReport``."""
+
+    rank: int
+    output: str
+    part: dict | None  # a range of a bz2 dump: its index and CRC pieces, checked across the ranges
+    seconds: float
+    report: dict  # its ``FileReport`` as a dict
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -273,7 +342,7 @@ class DocsLanguageReport(Report):
     docs: int
     duplicates: int
     dropped: bool  # fewer than --min-docs: its files go
-    units: list[dict]  # each unit: rank, output, part, seconds and its bad-input ``FileReport`` as a dict
+    units: list[DocsUnitReport]  # in rank order
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -483,8 +552,8 @@ class FilesReport(Report):
 _REPORT_KINDS = {
     kind.__name__: kind
     for kind in (
-        DocsLanguageReport, LinksFileReport, LinkReport, TermCountReport, TermSumReport, ClusterIndexReport, SearchReport, BlockHitsReport, LabelReport, PairingReport, CarryReport,
-        SplitsReport, EvalReport, Multi8EvalReport, Multi8QueriesReport, EvalKeysReport, ListsReport, FilesReport, CountReport, ExportReport,
+        IndexPartReport, IndexJoinReport, DocsUnitReport, DocsLanguageReport, LinksFileReport, LinkReport, TermCountReport, TermSumReport, ClusterIndexReport, SearchReport,
+        BlockHitsReport, LabelReport, PairingReport, CarryReport, SplitsReport, EvalReport, Multi8EvalReport, Multi8QueriesReport, EvalKeysReport, ListsReport, FilesReport, CountReport, ExportReport,
     )
 }  # fmt: skip
 

@@ -198,7 +198,8 @@ def test_stats_counted_while_writing_equal_a_count_of_the_files(built, tmp_path)
 
 @pytest.mark.slow
 def test_same_inputs_give_byte_identical_output_and_a_rerun_skips_every_stage(built, world8, tmp_path):
-    from clirmatrix.beam_jobs.build import STAGES, run_build
+    from clirmatrix.beam_jobs.all_stages import STAGE_NAMES
+    from clirmatrix.beam_jobs.build import run_build
 
     out, first, _ = built
     dumps, _ = world8
@@ -209,7 +210,7 @@ def test_same_inputs_give_byte_identical_output_and_a_rerun_skips_every_stage(bu
     records = {p.name: p.stat().st_mtime_ns for p in (other / ".work" / "_stages").glob("*.json")}
     rerun = run_build(build_config(dumps, other))
     assert {p.name: p.stat().st_mtime_ns for p in (other / ".work" / "_stages").glob("*.json")} == records
-    assert rerun.skipped == list(STAGES)
+    assert rerun.skipped == list(STAGE_NAMES)
 
 
 @pytest.mark.slow
@@ -336,7 +337,8 @@ def test_each_stage_command_in_turn_writes_what_the_build_writes(tmp_path_factor
 
     from conftest import write_sample
 
-    from clirmatrix.beam_jobs.build import STAGES, run_build
+    from clirmatrix.beam_jobs.all_stages import STAGE_NAMES
+    from clirmatrix.beam_jobs.build import run_build
     from clirmatrix.pipeline.config import resolve
 
     dumps, _ = write_sample(tmp_path_factory, ("en", "de"), seed=3)
@@ -346,7 +348,7 @@ def test_each_stage_command_in_turn_writes_what_the_build_writes(tmp_path_factor
     )
     run_build(resolve(str(config), {"out": str(tmp_path / "built")}))
     work, out = tmp_path / "work", tmp_path / "out"
-    for name in STAGES[:-1]:  # stats draws its tables in the build only
+    for name in STAGE_NAMES[:-1]:  # stats draws its tables in the build only
         argv = ["--config", str(config), "--work", str(work)] + (["--out", str(out)] if name == "write_release" else [])
         summary = importlib.import_module(f"clirmatrix.beam_jobs.{name}").run(argv)
         assert summary.stage == name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bz2
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -14,9 +15,10 @@ from conftest import SAMPLE_LANGS
 from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
 from clirmatrix.beam_jobs.link_entities import LinkEntities
 from clirmatrix.cli import main
+from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.io.badinput import TooManyBadRecords
 from clirmatrix.pipeline.io.parquet_io import ParquetSink
-from clirmatrix.pipeline.io.reports import SUCCESS, IncompleteStageError
+from clirmatrix.pipeline.io.reports import SUCCESS, IncompleteStageError, write_report
 from clirmatrix.pipeline.method.dumps import discover
 from clirmatrix.pipeline.method.languages import UNSPACED_LANGUAGES, is_unspaced
 from clirmatrix.pipeline.method.truncate import rule_for, truncate
@@ -230,3 +232,39 @@ def test_cli_extract_runs_and_summarises(sample, tmp_path, capsys):
 def test_cli_missing_dumps_is_a_clear_error(tmp_path, capsys):
     code = main(["extract", "--dumps", str(tmp_path), "--out", str(tmp_path / "w")])
     assert code == 2 and "no Wikipedia dumps found" in capsys.readouterr().err
+
+
+def test_a_docs_unit_through_the_library_writes_the_stages_rows(sample, extracted, tmp_path):
+    """``extraction.docs``, no Beam: fr's XML dump (one bz2 block: one range) read straight into its Parquet, the language finalised: the stage's rows and summary."""
+    from clirmatrix.pipeline.extraction import docs
+    from clirmatrix.schemas.contracts import FinalizeTask
+
+    dumps, _ = sample
+    work, result, _ = extracted
+    found = discover(str(dumps), ["fr"])
+    units = docs.plan_units(found.docs, 3_000)
+    assert [unit.name for unit in units] == ["fr.00000-frwiki-20240301-pages-articles"]
+    settings = DocsSettings(min_docs=100, max_bad_fraction=0.01)  # as the fixture's
+    for unit in units:
+        report = docs.extract_unit(str(tmp_path), unit, settings)
+        assert report.rank == unit.rank and report.output == docs.output_path(str(tmp_path), unit) and report.part["index"] == unit.part.index
+        write_report(str(tmp_path), unit.name, report.to_dict())
+    language = docs.finalize_language(str(tmp_path), FinalizeTask("fr", tuple(unit.name for unit in units)), settings.min_docs)
+    assert [unit.rank for unit in language.units] == list(range(len(units)))
+    assert language.docs == result.docs.languages["fr"].docs and not language.dropped
+    assert pq.read_table(sorted((tmp_path / "fr").glob("*.parquet"))).equals(pq.read_table(sorted((work / "docs" / "fr").glob("*.parquet"))))
+    summary = docs.summarise(str(tmp_path), [language], settings, "extract_docs")
+    assert summary.languages["fr"] == replace(result.docs.languages["fr"], files=[fileio.basename(unit.dump.path)] * len(units))
+
+
+def test_a_links_unit_through_the_library_writes_the_stages_rows(sample, extracted, tmp_path):
+    """``extraction.links``, no Beam: the Wikidata dump read for en alone gives the stage's en sitelinks."""
+    from clirmatrix.pipeline.extraction import links
+    from clirmatrix.pipeline.method.dumps import WIKIDATA_JSON, LinkInputs
+
+    dumps, _ = sample
+    work, _, _ = extracted
+    (unit,) = links.link_units(LinkInputs.wikidata_wide(WIKIDATA_JSON, discover(str(dumps)).wikidata), ["en"])
+    report = links.extract_links(str(tmp_path), unit, prefilter=True)
+    assert report.links == {"en": pq.read_metadata(work / "sitelinks" / "en" / f"{unit.name}.parquet").num_rows} and report.part is None
+    assert pq.read_table(tmp_path / "en" / f"{unit.name}.parquet").equals(pq.read_table(work / "sitelinks" / "en" / f"{unit.name}.parquet"))

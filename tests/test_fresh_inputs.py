@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 from dataclasses import replace
 
@@ -93,18 +94,44 @@ def test_an_enterprise_dump_is_read_as_a_stream_with_every_record_counted(fresh)
         assert article.text.startswith(entity.titles["en"]) and article.text.endswith("Source")
 
 
-def test_a_cut_enterprise_dump_is_fatal_and_named(fresh, tmp_path):
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
-    from clirmatrix.pipeline.io.badinput import DamagedInputError
-
+def _cut_enterprise_dump(fresh, tmp_path):
+    """(the de Enterprise HTML dump, the dumps found in a folder holding it cut at two thirds)."""
     root, _ = fresh
     source = root / f"dewiki-NS0-{FRESH_DATE}-ENTERPRISE-HTML.json.tar.gz"
     cut = tmp_path / "dumps" / source.name
     cut.parent.mkdir()
     cut.write_bytes(source.read_bytes()[: source.stat().st_size * 2 // 3])
-    found = dumps.discover(str(cut.parent))
+    return source, dumps.discover(str(cut.parent))
+
+
+def test_a_cut_enterprise_dump_is_fatal_and_named(fresh, tmp_path):
+    from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
+    from clirmatrix.pipeline.io.badinput import DamagedInputError
+
+    source, found = _cut_enterprise_dump(fresh, tmp_path)
     with pytest.raises(DamagedInputError, match=source.name):
         ExtractDocs(str(tmp_path), found.docs, DocsSettings(min_docs=10, max_bad_fraction=0.5)).run(workers=1)
+
+
+def test_a_cut_enterprise_dump_through_the_index_units_is_named_once(fresh, tmp_path):
+    """``extraction.docs``, no Beam: the index units of a cut dump; the part that meets the cut reports it, the join names the part it misses."""
+    from clirmatrix.pipeline.extraction import docs
+    from clirmatrix.pipeline.io.badinput import DamagedInputError
+
+    source, found = _cut_enterprise_dump(fresh, tmp_path)
+    split = 20_000
+    units = docs.index_units(found.docs, split)
+    assert [unit.step for unit in units] == [docs.INDEX_PART] * (len(units) - 1) + [docs.INDEX_JOIN] and len(units) > 2
+    assert [unit.name for unit in units][-2:] == [f"{source.name}.{len(units) - 2:05d}", source.name]
+    out = str(tmp_path / "docs")
+    parts = [docs.index_dump_part(out, unit.task, split) for unit in units[:-1]]
+    damaged = [part.part for part in parts if part.error]
+    assert damaged and all(part.decoded for part in parts if not part.error)
+    join = docs.join_dump_index(out, units[-1].task, split)
+    assert join.missing_parts == damaged and not join.error and join.checkpoints is None
+    with pytest.raises(DamagedInputError) as raised:
+        docs.check_indexes([*parts, join])
+    assert str(raised.value).count(source.name) == len({part.error for part in parts if part.error})
 
 
 def test_fresh_inputs_build_end_to_end_with_links_from_items_per_site_records_and_page_props(fresh, tmp_path):
@@ -169,8 +196,9 @@ def test_a_dump_read_in_ranges_gives_the_same_documents_whatever_the_split(fresh
     assert len(list((tmp_path / f"work-{splits[0]}" / "docs" / lang).glob("*.parquet"))) >= ranges
     assert results[splits[0]] == results[splits[1]] == results[splits[2]]  # every column, positions included
     if lang == "zh":  # the index itself was made in parts at the smaller splits, and in one at the largest
-        parts = [len(list((tmp_path / f"work-{split}" / "docs" / "_index" / "parts" / "_reports").glob("*.json"))) for split in splits]
-        assert parts[0] >= 3 and parts[-1] == 1, parts
+        kinds = [[json.loads(p.read_text())["report_type"] for p in (tmp_path / f"work-{split}" / "docs" / "_index" / "_reports").glob("*.json")] for split in splits]
+        parts = [names.count("IndexPartReport") for names in kinds]
+        assert parts[0] >= 3 and parts[-1] == 1 and all(names.count("IndexJoinReport") == 1 for names in kinds), kinds
 
 
 def test_the_wikidata_json_dump_in_bz2_is_read_in_ranges_with_the_same_sitelinks(tmp_path):

@@ -16,7 +16,7 @@ from conftest import REPO
 
 PACKAGE = "clirmatrix.pipeline"
 # pipeline's floors, lowest first: a top-level module (errors.py) or a subpackage (io/) each.
-FLOORS = ("errors", "settings", "io", "engines", "method", "formats", "output", "config", "tools")
+FLOORS = ("errors", "settings", "io", "engines", "method", "formats", "extraction", "output", "config", "tools")
 BENCH_OUTPUT = "out"  # bench/out/: what the benches write (git ignores it), not modules of bench/
 
 

@@ -50,7 +50,7 @@ def test_wheel_holds_only_the_clirmatrix_package(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     code = [n for n in names if ".dist-info/" not in n]
     assert code and all(n.startswith("clirmatrix/") for n in code)
-    groups = ("io", "method", "output", "tools", "formats", "engines", "engines/embedded")
+    groups = ("io", "method", "output", "tools", "formats", "extraction", "engines", "engines/embedded")
     for package in ("cli", "pipeline", "beam_jobs", "schemas", "models", *(f"pipeline/{group}" for group in groups), "models/losses", "models/modeling", "models/recipes"):
         assert f"clirmatrix/{package}/__init__.py" in names
     top = sorted(n for n in code if n.count("/") == 1)

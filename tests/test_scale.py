@@ -235,42 +235,41 @@ def test_linking_in_title_partitions_equals_linking_at_once(extracted, tmp_path,
 
 
 def test_extract_docs_composite_counts_the_same_on_a_retry(sample, tmp_path):
-    """A retried FinalizeLanguage finds the duplicates already gone and reports the same numbers."""
-    import apache_beam as beam
-    from apache_beam.testing.util import assert_that, equal_to
-
-    from clirmatrix.beam_jobs.extract_docs import DocsSettings, FinalizeLanguage, ReadDumpFiles, plan_units
-    from clirmatrix.pipeline.io.reports import read_reports
+    """Both steps of ExtractDocs, every unit twice (a retry): a retried finalize finds the duplicates already gone and reports the same numbers."""
+    from clirmatrix.beam_jobs.extract_docs import DocsSettings, ExtractDocs
+    from clirmatrix.pipeline.extraction import docs
+    from clirmatrix.pipeline.io.reports import read_named_reports
     from clirmatrix.pipeline.method.dumps import discover
+    from clirmatrix.schemas.contracts import DocsLanguageReport, FinalizeTask, read_typed_report
 
     dumps, world = sample
     found = discover(str(dumps), ["en", "ja"])
-    units = plan_units(found.docs, DocsSettings().split_bytes)
-    out = tmp_path / "docs"
-    with _test_pipeline() as pipeline:
-        langs = pipeline | beam.Create(units) | ReadDumpFiles(str(out), DocsSettings(min_docs=1, max_bad_fraction=0.01))
-        assert_that(langs, equal_to(["en", "ja"]))
-    first = {report["lang"]: report for report in read_reports(str(out))}
-    assert first["en"]["duplicates"] == 1 and first["en"]["docs"] == sum(1 for e in world.entities if "en" in e.langs)
-    retry = FinalizeLanguage(str(out), 1)
-    list(retry.process(("en", first["en"]["units"])))  # the same bundle again
-    assert {report["lang"]: report for report in read_reports(str(out))}["en"] == first["en"]
+    stage = ExtractDocs(str(tmp_path), found.docs, DocsSettings(min_docs=1, max_bad_fraction=0.01))
+    units = stage.plan({})
+    assert [unit.name for unit in units if unit.step == docs.FINALIZE] == ["en", "ja"]
+    _run_composite(units, stage.transform())
+    first = {name: read_typed_report(report) for name, report in read_named_reports(stage.stage_dir).items()}
+    assert first["en"].duplicates == 1 and first["en"].docs == sum(1 for e in world.entities if "en" in e.langs)
+    assert [unit.rank for unit in first["en"].units] == list(range(len(found.docs["en"])))  # each unit's report read back typed, in rank order
+    (finalize,) = [unit.task for unit in units if unit.name == "en"]
+    assert isinstance(finalize, FinalizeTask) and isinstance(first["en"], DocsLanguageReport)
+    again = docs.finalize_language(stage.stage_dir, finalize, 1)  # the same unit once more
+    assert again == replace(first["en"], unit_seconds=None, unit_cpu_seconds=None)
 
 
 def test_extract_sitelinks_composite(sample, tmp_path):
-    """The Wikidata file through ReadLinkFiles twice (a retry): the same sitelinks as one run, one file per language."""
-    import apache_beam as beam
-    from apache_beam.testing.util import assert_that, equal_to
-
-    from clirmatrix.beam_jobs.extract_sitelinks import LinkUnit, ReadLinkFiles
-    from clirmatrix.pipeline.method.dumps import WIKIDATA_JSON, discover
+    """The Wikidata file through ExtractSitelinks' step twice (a retry): the same sitelinks as one run, one file per language."""
+    from clirmatrix.beam_jobs.extract_sitelinks import READ, ExtractSitelinks
+    from clirmatrix.pipeline.extraction.links import LinkUnit
+    from clirmatrix.pipeline.method.dumps import WIKIDATA_JSON, LinkInputs, discover
+    from clirmatrix.schemas.contracts import Unit
 
     dumps, world = sample
     (wikidata,) = discover(str(dumps)).wikidata
+    stage = ExtractSitelinks(str(tmp_path), LinkInputs.wikidata_wide(WIKIDATA_JSON, [wikidata]), ["en", "ja"])
+    assert stage.plan({}) == [Unit(READ, "00000-latest-all", LinkUnit(0, WIKIDATA_JSON, wikidata, langs=("en", "ja")))]
+    _run_composite(stage.plan({}), stage.transform())
     out = tmp_path / "sitelinks"
-    with _test_pipeline() as pipeline:
-        names = pipeline | beam.Create([LinkUnit(0, WIKIDATA_JSON, wikidata)] * 2) | ReadLinkFiles(str(out), ["en", "ja"])
-        assert_that(names, equal_to(["00000-latest-all"] * 2))
     en = pq.read_table(out / "en" / "00000-latest-all.parquet").to_pylist()
     expected = {(e.qid, e.titles["en"]) for e in world.entities if "en" in e.langs and (e.qid, "en") not in world.missing_sitelinks}
     assert {(row["entity"], row["title"]) for row in en} == expected
@@ -450,7 +449,8 @@ def test_object_store_prefixes_are_cleared_and_listed_by_prefix(s3_server):
 @pytest.mark.slow
 def test_a_build_on_s3_equals_the_local_build(s3_server, tmp_path_factory, tmp_path):
     """WORK and OUT on the object store, two worker processes; then a rerun skips every stage there too."""
-    from clirmatrix.beam_jobs.build import STAGES, run_build
+    from clirmatrix.beam_jobs.all_stages import STAGE_NAMES
+    from clirmatrix.beam_jobs.build import run_build
 
     client, flags = s3_server
     dumps, _ = write_sample(tmp_path_factory, ("en", "de"), seed=3)
@@ -462,7 +462,7 @@ def test_a_build_on_s3_equals_the_local_build(s3_server, tmp_path_factory, tmp_p
     stored = without_location(_objects(client, "out/"), "s3://clirmatrix-test/out")
     assert stored == released(local), first_differences(stored, released(local))
     assert any(path.startswith("MULTI-8/") for path in stored)
-    assert run_build(remote, flags).skipped == list(STAGES)
+    assert run_build(remote, flags).skipped == list(STAGE_NAMES)
 
 
 def test_dumps_read_in_ranges_from_the_object_store_give_the_local_documents(s3_server, tmp_path):

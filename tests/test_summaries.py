@@ -118,3 +118,20 @@ def test_a_summary_whose_shape_did_not_change_still_reads():
     stored = SITELINKS.to_dict()
     del stored["summary_shape"]
     assert read_summary(stored) == SITELINKS
+
+
+def test_a_report_with_a_list_of_reports_reads_back_typed(tmp_path):
+    """A language's docs report holds its units' reports: stored as they were written (their costs kept), read back as ``DocsUnitReport``s."""
+    from dataclasses import replace
+
+    from clirmatrix.pipeline.io.reports import read_report, write_report
+    from clirmatrix.schemas.contracts import DocsLanguageReport, DocsUnitReport, IndexJoinReport, read_typed_report
+
+    file_report = {"file": "en.json.gz", "lang": "en", "records": 3, "kept": 2, "filtered": {"redirect": 1}, "rejected": {}, "examples": []}
+    unit = DocsUnitReport(rank=0, output="docs/en/00000-en.parquet", part={"index": 0, "crc_pieces": [[1, 2, 3]]}, seconds=0.5, report=file_report, unit_seconds=0.6)
+    language = DocsLanguageReport(lang="en", docs=2, duplicates=0, dropped=False, units=[unit, replace(unit, rank=1, part=None)], unit_cpu_seconds=0.1)
+    write_report(str(tmp_path), "en", language.to_dict())
+    again = read_typed_report(read_report(str(tmp_path), "en"))
+    assert again == language and all(type(entry) is DocsUnitReport for entry in again.units)
+    join = IndexJoinReport(file="d.tar.gz", seconds=0.1, missing_parts=[2])
+    assert read_typed_report(join.to_dict()) == join

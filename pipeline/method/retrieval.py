@@ -49,7 +49,7 @@ from clirmatrix.pipeline.io.parquet_io import ParquetSink, read_table, write_tab
 from clirmatrix.pipeline.io.reports import read_report
 from clirmatrix.pipeline.method.corpus import Folders, WorkDirs, iter_catalog, iter_docs
 from clirmatrix.pipeline.method.units import DEFAULT_BLOCK_SIZE, DEFAULT_SEARCH_UNIT_QUERIES, DEFAULT_SHARD_DOCS
-from clirmatrix.pipeline.settings import DEFAULT_K, ConfigError
+from clirmatrix.pipeline.settings import DEFAULT_K, DEFAULT_THREADS, ConfigError
 from clirmatrix.schemas import RETRIEVAL, TERM_COUNTS
 from clirmatrix.schemas.contracts import (
     BlockHitsReport,
@@ -81,7 +81,7 @@ class RetrievalSettings:
     engine: str = ENGINES[0]
     k: int = DEFAULT_K
     bm25: Bm25Settings = field(default_factory=Bm25Settings)
-    threads: int = 1
+    threads: int = DEFAULT_THREADS
     es_url: str = ""  # one URL for every language, or "en=URL,de=URL" (one node per language)
     docs_key: str = ""  # fingerprint of the documents: an Elasticsearch index holding them is reused
     shard_docs: int = DEFAULT_SHARD_DOCS
