@@ -72,6 +72,7 @@ class BuildRun:
     kept: tuple[str, ...] | None = None  # the languages extract_docs kept, once it ran
     found: DumpSet | None = None
     link_sources: LinkInputs | None = None
+    described: dict[str, dict] = field(default_factory=dict)  # input path -> its name, size and time (``describe``)
 
     @classmethod
     def of(cls, config: BuildConfig, work_root: str) -> BuildRun:
@@ -110,10 +111,13 @@ class BuildRun:
         return self.describe([*sources.sitelinks_files, *(path for _, path in sources.page_props)])
 
     def describe(self, paths: Iterable[str]) -> list[dict]:
+        """Each file's name under ``--dumps``, size and time, asked of its file system once a run (a request each on an object store)."""
         described = []
         for path in sorted(paths):
-            meta = FileSystems.match([path])[0].metadata_list[0]
-            described.append({"path": fileio.relative_to(self.config.dumps, path), "size": meta.size_in_bytes, "mtime": meta.last_updated_in_seconds})
+            if path not in self.described:
+                meta = FileSystems.match([path])[0].metadata_list[0]
+                self.described[path] = {"path": fileio.relative_to(self.config.dumps, path), "size": meta.size_in_bytes, "mtime": meta.last_updated_in_seconds}
+            described.append(self.described[path])
         return described
 
 
