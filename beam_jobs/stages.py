@@ -36,7 +36,7 @@ import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import ClassVar, Protocol
 
 import apache_beam as beam
@@ -47,7 +47,7 @@ from clirmatrix.pipeline.config import BuildConfig, fingerprinted, resolve, sett
 from clirmatrix.pipeline.io import fileio
 from clirmatrix.pipeline.io.fingerprint import fingerprint
 from clirmatrix.pipeline.method.corpus import WorkDirs
-from clirmatrix.pipeline.method.dumps import DumpFile, DumpSet, LinkInputs, find_dumps
+from clirmatrix.pipeline.method.dumps import DumpFile, DumpSet, LinkInputs, find_dumps, find_links
 from clirmatrix.schemas.contracts import Report, StaleSummaryError, Summary, Unit, read_summary, read_typed_report
 
 LOG = logging.getLogger("clirmatrix")
@@ -91,10 +91,10 @@ class BuildRun:
         return self.found.docs
 
     def links(self) -> LinkInputs:
-        """The link sources (and the document dumps), found once: a missing Wikidata dump is refused here."""
+        """The link sources, chosen once among the dumps found once: a missing Wikidata dump is refused here."""
         if self.link_sources is None:
-            config = self.config
-            self.found, self.link_sources = find_dumps(config.dumps, config.langs, config.source, config.skip_missing, config.links)
+            self.docs_dumps()
+            self.link_sources = find_links(self.found, self.config.links, self.config.dumps)
         return self.link_sources
 
     def notes(self) -> list[str]:
@@ -278,7 +278,7 @@ class RunSteps(beam.PTransform):
 def declared_settings(stage_classes: Iterable[type[BaseStage]]) -> tuple[str, ...]:
     """Every setting the stages read, once each, in ``BuildConfig``'s order, with the run's own (``--workers``)."""
     wanted = {name for stage_class in stage_classes for name in stage_class.config_fields} | {"workers"}
-    return tuple(flag.setting for flag in setting_flags() if flag.setting in wanted)
+    return tuple(setting.name for setting in fields(BuildConfig) if setting.name in wanted)
 
 
 def config_parser(description: str, settings: Iterable[str], extra: Callable[[argparse.ArgumentParser], None] = lambda parser: None) -> argparse.ArgumentParser:

@@ -251,7 +251,7 @@ def setting_flags(names: Iterable[str] = (), helps: dict[str, str] | None = None
     """
     wanted = set(names)
     flags = []
-    for setting in fields(BuildConfig):
+    for setting in _FIELDS.values():
         if wanted and setting.name not in wanted:
             continue
         rule, default = setting.metadata, setting.default

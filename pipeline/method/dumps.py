@@ -33,7 +33,7 @@ from clirmatrix.pipeline.method.languages import WIKIPEDIA_LANGUAGES, UnknownWik
 
 __all__ = [  # the kinds' names are used through this module too
     "CIRRUS", "HTML", "ITEMS_PER_SITE", "KIND_ORDER", "LINKS", "PAGE_PROPS", "RECORD", "SOURCES", "WIKIDATA_JSON", "XML",
-    "DumpFile", "DumpSet", "LinkInputs", "MissingLanguageError", "MissingLinksError", "NoDumpsError", "choose_kind", "choose_links", "classify", "discover", "find_dumps",
+    "DumpFile", "DumpSet", "LinkInputs", "MissingLanguageError", "MissingLinksError", "NoDumpsError", "choose_kind", "choose_links", "classify", "discover", "find_dumps", "find_links",
 ]
 LOG = logging.getLogger("clirmatrix")
 
@@ -249,6 +249,11 @@ def find_dumps(dumps_dir: str, langs: Sequence[str] | None, source: str, skip_mi
         )
     if links is None:
         return found, None
+    return found, find_links(found, links, dumps_dir)
+
+
+def find_links(found: DumpSet, links: str, dumps_dir: str) -> LinkInputs:
+    """The link sources for ``--links`` among the dumps already found (``choose_links``), said in the log."""
     sources = choose_links(found, links, dumps_dir)
     LOG.info("entity links from %s", sources.describe())
-    return found, sources
+    return sources
