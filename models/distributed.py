@@ -93,6 +93,11 @@ def gather(tensor: torch.Tensor) -> torch.Tensor:
     return _GatherRows.apply(tensor)
 
 
+def _collective(name: str, before_2_13: str):
+    """torch 2.13 renamed the tensor collectives and the old names warn; older torch has only those."""
+    return getattr(torch.distributed, name, None) or getattr(torch.distributed, before_2_13)
+
+
 class _GatherRows(torch.autograd.Function):
     """All-gather along dim 0 forward; backward sums every process's gradient of the rows and keeps this process's own (reduce-scatter)."""
 
@@ -100,14 +105,14 @@ class _GatherRows(torch.autograd.Function):
     def forward(ctx, tensor: torch.Tensor) -> torch.Tensor:
         world = torch.distributed.get_world_size()
         out = tensor.new_empty((world * tensor.shape[0], *tensor.shape[1:]))
-        torch.distributed.all_gather_into_tensor(out, tensor.contiguous())
+        _collective("all_gather_single", "all_gather_into_tensor")(out, tensor.contiguous())
         return out
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
         world = torch.distributed.get_world_size()
         mine = grad.new_empty((grad.shape[0] // world, *grad.shape[1:]))
-        torch.distributed.reduce_scatter_tensor(mine, grad.contiguous())
+        _collective("reduce_scatter_single", "reduce_scatter_tensor")(mine, grad.contiguous())
         return mine
 
 
@@ -130,5 +135,8 @@ def broadcast_float(value: float, process: Process, device: torch.device) -> flo
 
 
 def barrier(process: Process) -> None:
+    """Wait for every process. Not the last thing before exiting right after a collective on a tensor made in Python:
+    gloo's barrier holds that work until a gloo thread drops it, which takes the GIL, and a thread asking for the GIL
+    while Python shuts down aborts the process (SIGABRT). ``run_training`` ends on two barriers with work between."""
     if process.world > 1:
         torch.distributed.barrier()
