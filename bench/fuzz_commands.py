@@ -16,7 +16,7 @@ does, its stdout and stderr read together:
   and give the bytes of an uninterrupted run: the release files and the index for
   ``build`` (md5s, and each file's md5 and size in the index), every exported file but the hidden unit reports for ``export``, the
   dumps themselves for ``dumps fetch`` (from the local dumps-site server of
-  tests/dumps_site_server.py, throttled so the fetch lasts seconds).
+  bench/support/dumps_site.py, throttled so the fetch lasts seconds).
 
 Verdicts: **one line** (exit 130, the line, nothing more), **finished** (the command had
 ended before the signal's moment: nothing to judge), **silent** (another exit code, or
@@ -251,8 +251,7 @@ class Bench:
     def _mirror(self):
         """The sample dumps served as a mirror on 127.0.0.1 (throttled), a saved listing of them, and a clean fetch's seconds."""
         if self.site is None:
-            sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-            from dumps_site_server import DumpsSite
+            from support.dumps_site import DumpsSite
 
             from clirmatrix.pipeline.tools.dumps_site import DumpListing, OfferedFile
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 from conftest import sigint_as_in_a_terminal
-from local_http import QuietHandler, serve
+from support.local_http import QuietHandler, serve
 
 from clirmatrix.cli import main
 from clirmatrix.pipeline.tools.download import DownloadError, Index, MismatchError, UnsafePathError, Wanted, download, fetch, load_index, plan
@@ -500,7 +500,7 @@ def test_a_failing_file_never_takes_a_good_one_in_its_folder_with_it(server, tmp
 
 def test_dumps_fetch_of_many_files_one_failing_keeps_every_good_one(tmp_path):
     """The same through ``dumps fetch`` (flat in its folder, which is never pruned), its stamps included."""
-    from dumps_site_server import DumpsSite
+    from support.dumps_site import DumpsSite
 
     from clirmatrix.pipeline.tools.dumps_fetch import fetch_dumps, stamp_path
     from clirmatrix.pipeline.tools.dumps_site import OfferedFile

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import sigint_as_in_a_terminal
-from dumps_site_server import DumpsSite
+from support.dumps_site import DumpsSite
 
 from clirmatrix.pipeline.tools.dumps_fetch import stamp_path
 from clirmatrix.pipeline.tools.dumps_site import DumpListing, OfferedFile

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from dumps_site_server import ERROR_PAGE, LISTED, DumpsSite, listing_tree
+from support.dumps_site import ERROR_PAGE, LISTED, DumpsSite, listing_tree
 
 from clirmatrix.cli import main
 from clirmatrix.pipeline.method.input_kinds import HTML, ITEMS_PER_SITE, PAGE_PROPS, WIKIDATA_JSON, XML

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from dumps_site_server import DumpsSite, autoindex
+from support.dumps_site import DumpsSite, autoindex
 
 from clirmatrix.cli import main
 from clirmatrix.pipeline.method.input_kinds import HTML, ITEMS_PER_SITE, PAGE_PROPS, WIKIDATA_JSON, XML

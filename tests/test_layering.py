@@ -156,6 +156,19 @@ def test_no_modules_of_bench_import_each_other_in_a_loop():
     assert not loops, "import loops inside bench/: move what both need to one side or to a module of its own\n" + "\n".join(loops)
 
 
+def test_tests_and_benches_import_by_name_never_through_sys_path():
+    """What tests and benches share lives in bench/support/ (on the path for both); none edits ``sys.path`` to reach a folder."""
+    edits = []
+    for path in sorted([*(REPO / "tests").glob("*.py"), *(REPO / "bench").rglob("*.py")]):
+        if path.relative_to(REPO).parts[:2] == ("bench", BENCH_OUTPUT):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "path" and node.attr in {"insert", "append", "extend"}:
+                if isinstance(node.value.value, ast.Name) and node.value.value.id == "sys":
+                    edits.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not edits, "sys.path edited (move what is shared to bench/support/): " + ", ".join(edits)
+
+
 def test_the_floors_are_those_docs_architecture_md_gives():
     order = "floors, lowest first: " + " -> ".join(FLOORS)
     assert order in " ".join((REPO / "docs" / "architecture.md").read_text(encoding="utf-8").split()).replace("`", ""), f"docs/architecture.md does not say {order!r}"

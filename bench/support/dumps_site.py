@@ -1,7 +1,7 @@
 """A small copy of dumps.wikimedia.org on 127.0.0.1: a folder served as the site serves it, with faults on demand.
 
 Folders answer with their ``index.html`` if they hold one (the real listings kept in
-``fixtures/dumps_site``), else with nginx's autoindex page in the same format
+``tests/fixtures/dumps_site``), else with nginx's autoindex page in the same format
 (``autoindex`` reproduces two of the real ones byte for byte); files with
 HTTP Range support, and HEAD. ``faults[path]`` is a list consumed one per request: ``drop`` (half
 the body, then the connection dies), ``503`` (with ``Retry-After: 1``), ``html`` (an
@@ -10,7 +10,7 @@ body with 200, whatever Range asked). ``throttle`` (bytes a second) slows every 
 body, as a busy mirror does. It counts requests and the most connections open at once.
 
 ``listing_tree`` lays out the small site the real nginx, Apache and lighttpd listings
-in ``fixtures/dumps_site/listings`` were taken from (``capture.sh`` there).
+in ``tests/fixtures/dumps_site/listings`` were taken from (``capture.sh`` there).
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import orjson
-from local_http import QuietHandler, serve
+
+from support.local_http import QuietHandler, serve
 
 _MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
 # Wikimedia's error page (status 200 here, as a proxy in the way serves it): links in it, no listing.
-ERROR_PAGE = (Path(__file__).parent / "fixtures" / "dumps_site" / "errors" / "wikimedia-error.DERIVED.html").read_bytes()
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "dumps_site"  # the real listings and error page, kept with their sources
+ERROR_PAGE = (FIXTURES / "errors" / "wikimedia-error.DERIVED.html").read_bytes()
 
 
 def autoindex(path: str, entries: list[tuple[str, bool, datetime, int]], body: str = "<body>") -> str:
@@ -149,7 +151,7 @@ class DumpsSite:
 # --- the site the real listings were taken from -----------------------------------------------------
 
 LISTING_TIME = datetime(2026, 11, 2, 3, 4, tzinfo=timezone.utc)  # every file's and folder's mtime, so the listings come out the same
-# The folders whose listings were kept (fixtures/dumps_site/listings/{server}/{folder}index.html); bare/ is a mirror with empty folders.
+# The folders whose listings were kept (tests/fixtures/dumps_site/listings/{server}/{folder}index.html); bare/ is a mirror with empty folders.
 LISTED = ("site/other/enterprise_html/runs/", "site/other/enterprise_html/runs/20261020/", "site/other/enterprise_html/runs/20261101/",
           "site/other/cirrussearch/", "site/other/cirrussearch/20250106/", "site/enwiki/", "site/wikidatawiki/", "site/wikidatawiki/entities/",
           "site/wikidatawiki/entities/20261028/", "site/wikidatawiki/entities/20261104/", "bare/other/enterprise_html/runs/", "bare/enwiki/")
