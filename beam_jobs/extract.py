@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from clirmatrix.beam_jobs.all_stages import EXTRACTION
-from clirmatrix.beam_jobs.stages import BuildRun, check_stages, doc_summary, run_stages, stages_command
+from clirmatrix.beam_jobs.stages import BuildRun, doc_summary, run_declared, stages_command
 from clirmatrix.pipeline.config import BuildConfig
 from clirmatrix.pipeline.io.localio import check_folder_path
 from clirmatrix.schemas.contracts import DocsSummary, LinkSummary, SitelinksSummary
@@ -43,10 +43,7 @@ def run_extract(config: BuildConfig, work_dir: str, beam_args: Sequence[str] = (
     """Run the extraction stages (``all_stages.EXTRACTION``) for every language found (or ``config.langs``) into ``work_dir``
     (given as ``work_flag``); ``beam_args`` resolved (``stages.beam_flags``)."""
     check_folder_path(work_dir, work_flag)  # before anything is read
-    run = BuildRun.of(config, work_dir)
-    check_stages(EXTRACTION, run)  # every dump found before anything runs: a missing Wikidata dump is refused here
-    run_stages(EXTRACTION, run, beam_args)
-    return ExtractResult.of(run)
+    return ExtractResult.of(run_declared(EXTRACTION, config, work_dir, beam_args))  # a missing Wikidata dump is refused before anything runs
 
 
 def run(argv: Sequence[str] | None = None) -> ExtractResult:

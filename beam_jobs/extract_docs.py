@@ -152,7 +152,7 @@ class ExtractDocs(Stage):
         return docs.summarise(self.stage_dir, languages, self.settings, self.name)
 
 
-def run(argv: Sequence[str] | None = None) -> dict:
+def run(argv: Sequence[str] | None = None) -> Summary:
     return run_job(ExtractDocs, argv)
 
 

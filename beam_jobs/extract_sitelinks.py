@@ -82,7 +82,7 @@ class ExtractSitelinks(Stage):
         return links.summarise(list(reports.values()), self.sources, self.selected(upstream), self.max_bad_fraction, self.name)
 
 
-def run(argv: Sequence[str] | None = None) -> dict:
+def run(argv: Sequence[str] | None = None) -> Summary:
     return run_job(ExtractSitelinks, argv)
 
 

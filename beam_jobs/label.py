@@ -53,7 +53,7 @@ class Label(Stage):
         return LabelSummary(stage=self.name, languages=languages)
 
 
-def run(argv: Sequence[str] | None = None) -> dict:
+def run(argv: Sequence[str] | None = None) -> Summary:
     return run_job(Label, argv)
 
 

@@ -56,7 +56,7 @@ class LinkEntities(Stage):
         return LinkSummary(stage=self.name, languages=languages, totals=sum_fields(languages.values(), _TOTALS))
 
 
-def run(argv: Sequence[str] | None = None) -> dict:
+def run(argv: Sequence[str] | None = None) -> Summary:
     return run_job(LinkEntities, argv)
 
 

@@ -73,7 +73,7 @@ class Propagate(Stage):
         return PropagationSummary(stage=self.name, languages=languages)
 
 
-def run(argv: Sequence[str] | None = None) -> dict:
+def run(argv: Sequence[str] | None = None) -> Summary:
     return run_job(Propagate, argv)
 
 

@@ -94,7 +94,7 @@ class Retrieve(Stage):
         return RetrievalSummary(stage=self.name, settings=self.settings.fingerprint_parts(), languages=languages, totals=totals)
 
 
-def run(argv: Sequence[str] | None = None) -> dict:
+def run(argv: Sequence[str] | None = None) -> Summary:
     return run_job(Retrieve, argv)
 
 

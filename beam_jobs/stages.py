@@ -26,7 +26,6 @@ is missing or differs is run again from scratch (its folder is cleared first), w
 is also how a killed run resumes.
 """
 
-
 from __future__ import annotations
 
 import argparse
@@ -318,7 +317,12 @@ def stages_command(stage_classes: Sequence[type[BaseStage]], description: str, a
     settings = declared_settings(stage_classes)
     parser = stages_parser(stage_classes, description, work_help)
     args, config, beam_args = parse_config(parser, argv, settings, needs=[name for name in ("dumps", "out") if name in settings])
-    run = BuildRun.of(config, args.work)
+    return run_declared(stage_classes, config, args.work, beam_args)
+
+
+def run_declared(stage_classes: Sequence[type[BaseStage]], config: BuildConfig, work_root: str, beam_args: Sequence[str] = ()) -> BuildRun:
+    """``stage_classes`` run in turn on ``config`` into ``work_root``, every ``check`` first; no records kept (the build keeps them)."""
+    run = BuildRun.of(config, work_root)
     check_stages(stage_classes, run)
     run_stages(stage_classes, run, beam_args)
     return run

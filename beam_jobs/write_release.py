@@ -165,7 +165,7 @@ class WriteRelease(Stage):
         return ReleaseSummary(stage=self.name, multi8=builds_multi8(self.plans(upstream), self.settings.multi_langs), sets=counts, files=files)
 
 
-def run(argv: Sequence[str] | None = None) -> dict:
+def run(argv: Sequence[str] | None = None) -> Summary:
     return run_job(WriteRelease, argv)
 
 
