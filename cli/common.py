@@ -16,11 +16,11 @@ from rich.console import Console
 console = Console(stderr=True, width=None if sys.stderr.isatty() or "COLUMNS" in os.environ else 160)
 
 
-def comma_list_or_none(value: str | None) -> list[str] | None:
-    """A comma-separated flag as a list, None for an empty or absent one (``plan --langs``, ``download --split``)."""
-    from clirmatrix.pipeline.config import comma_list
+def comma_list_or_none(value: str | None, every: str = "") -> list[str] | None:
+    """A comma-separated flag as a list, None for an empty or absent one or one that says ``every`` (``plan --langs``, ``export --src all``)."""
+    from clirmatrix.pipeline.settings import comma_list  # pipeline.config's is this one, behind BuildConfig and the engines
 
-    return comma_list(value) or None if value else None
+    return comma_list(value) or None if value and value != every else None
 
 
 def config_options(names: tuple[str, ...] = (), helps: dict[str, str] | None = None, config_file: bool = True):

@@ -54,8 +54,8 @@ def check_local_mirror(mirror: str) -> None:
 
 
 def _make_listing(langs: str | None, date: str, mirror: str, source: str, links: str) -> DumpListing:
-    from clirmatrix.pipeline.config import comma_list
     from clirmatrix.pipeline.method.languages import BI139_LANGUAGES, WIKIPEDIA_LANGUAGES, check_langs
+    from clirmatrix.pipeline.settings import comma_list
     from clirmatrix.pipeline.tools.dumps_site import list_dumps
 
     chosen = check_langs(comma_list(langs), sorted(WIKIPEDIA_LANGUAGES), "--langs", kind="Wikipedia language") if langs else list(BI139_LANGUAGES)

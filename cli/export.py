@@ -5,14 +5,12 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from clirmatrix.cli.common import console
+from clirmatrix.cli.common import comma_list_or_none, console
 from clirmatrix.pipeline.output.layout import EXPORT_FORMATS
 
 
 def _list(value: str | None) -> list[str] | None:
-    from clirmatrix.pipeline.config import comma_list
-
-    return comma_list(value) or None if value and value != "all" else None
+    return comma_list_or_none(value, every="all")
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
